@@ -1,0 +1,65 @@
+package appliance
+
+// ApiVersions (key 18), v0-v4.
+//
+// Lists every API key we implement with the exact version range. A request
+// with a version above ours is answered in v0 format with
+// UNSUPPORTED_VERSION (35) and our ranges, so the client can retry with a
+// version we speak (KIP-511). Produce is advertised from v0 as Kafka 4 does
+// (KAFKA-18659) although v0-v2 requests are refused per partition.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiDef{key: 18, min: 0, max: 4, handle: handleAPIVersions, unsupported: apiVersionsUnsupported})
+}
+
+func apiVersionsKeys() []kmsg.ApiVersionsResponseApiKey {
+	var out []kmsg.ApiVersionsResponseApiKey
+	for _, d := range sortedAPIs() {
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey, k.MinVersion, k.MaxVersion = d.key, d.advertiseMin, d.max
+		out = append(out, k)
+	}
+	return out
+}
+
+func handleAPIVersions(b *Broker, r *request) any {
+	req := r.req.(*kmsg.ApiVersionsRequest)
+	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
+	if r.version >= 3 && (!validClientSoftware(req.ClientSoftwareName) || !validClientSoftware(req.ClientSoftwareVersion)) {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		resp.ApiKeys = apiVersionsKeys()
+		return resp
+	}
+	resp.ApiKeys = apiVersionsKeys()
+	return resp
+}
+
+// validClientSoftware applies KIP-511's pattern [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?.
+func validClientSoftware(s string) bool {
+	if s == "" {
+		return true // older clients send nothing
+	}
+	alnum := func(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
+	if !alnum(s[0]) || !alnum(s[len(s)-1]) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !alnum(c) && c != '-' && c != '.' {
+			return false
+		}
+	}
+	return true
+}
+
+func apiVersionsUnsupported(r *request) any {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.ErrorCode = kerr.UnsupportedVersion.Code
+	resp.ApiKeys = apiVersionsKeys()
+	// The writer sets the response version to the request's; force v0 format.
+	return &fixedVersion{resp: resp, version: 0}
+}

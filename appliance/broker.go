@@ -1,0 +1,314 @@
+package appliance
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ringbroker/ringbroker/ioring"
+	"github.com/ringbroker/ringbroker/nvme"
+)
+
+// Broker is one ringbroker node: shards owning partitions, the network
+// engine, and the metadata image. Create it with New, run it with Start,
+// stop it with Close.
+type Broker struct {
+	cfg    Config
+	log    *slog.Logger
+	shards []*shardState
+	engine ioring.Engine
+
+	image atomic.Pointer[Image]
+
+	ctrlMu sync.Mutex // serialises metadata changes (the controller)
+	meta   *metadataLog
+
+	lsoMu sync.Mutex // guards the log-start-offset checkpoint file
+
+	connsMu sync.Mutex
+	conns   map[*conn]struct{}
+	connWG  sync.WaitGroup
+
+	closing   chan struct{}
+	closeOnce sync.Once
+	serveErr  chan error
+	startedAt time.Time
+}
+
+// shardState is what one shard owns. Its fields are touched only on the
+// shard's loop, except committer (safe for concurrent use).
+type shardState struct {
+	id        int
+	loop      *ioring.Shard
+	parts     map[tpKey]*partition
+	committer *nvme.GroupCommitter
+	retention *time.Ticker
+}
+
+type tpKey struct {
+	id TopicID
+	p  int32
+}
+
+// New validates cfg and returns a broker that is not yet serving.
+func New(cfg Config, logger *slog.Logger) (*Broker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Broker{cfg: cfg, log: logger, conns: map[*conn]struct{}{}, closing: make(chan struct{}), serveErr: make(chan error, 1)}, nil
+}
+
+// Config returns the broker's configuration.
+func (b *Broker) Config() Config { return b.cfg }
+
+// Addr is the address the broker listens on (after Start).
+func (b *Broker) Addr() net.Addr { return b.engine.Addr() }
+
+// Start opens the data directory, replays the metadata log, opens every
+// partition on its owner shard and starts accepting connections.
+func (b *Broker) Start() error {
+	b.startedAt = time.Now()
+	if err := os.MkdirAll(b.cfg.LogDir, 0o755); err != nil {
+		return fmt.Errorf("cannot create log.dirs %q: %w", b.cfg.LogDir, err)
+	}
+	if err := b.loadOrWriteMetaProperties(); err != nil {
+		return err
+	}
+	meta, im, err := openMetadataLog(b.cfg.LogDir, b.log)
+	if err != nil {
+		return err
+	}
+	b.meta = meta
+	b.image.Store(im)
+
+	for i := 0; i < b.cfg.Shards; i++ {
+		st := &shardState{id: i, parts: map[tpKey]*partition{}, committer: nvme.NewGroupCommitter(b.log)}
+		st.loop = ioring.NewShard(i, ioring.ShardOptions{LockThread: false})
+		b.shards = append(b.shards, st)
+	}
+
+	lso := b.readLogStartOffsets()
+	var openErr error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, name := range im.SortedTopicNames() {
+		t := im.Topics[name]
+		for _, p := range t.Partitions {
+			st := b.shardFor(p)
+			wg.Add(1)
+			st.loop.Post(func() {
+				defer wg.Done()
+				if err := b.openPartition(st, t, p.Partition, lso[tpName{t.Name, p.Partition}]); err != nil {
+					mu.Lock()
+					openErr = errors.Join(openErr, err)
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if openErr != nil {
+		b.stopShards()
+		return openErr
+	}
+	b.removeOrphanPartitionDirs(im)
+
+	engineName := b.cfg.IOEngine
+	if engineName != "netpoll" {
+		b.log.Warn("io_uring engine not available in this build, falling back to netpoll", "io.engine", engineName)
+	}
+	eng, err := ioring.NewNetpoll(ioring.NetpollOptions{Addr: b.cfg.ListenAddr, Shards: b.cfg.Shards, Logger: b.log})
+	if err != nil {
+		b.stopShards()
+		return err
+	}
+	b.engine = eng
+	if b.cfg.AdvertisedPort == 0 {
+		if ta, ok := eng.Addr().(*net.TCPAddr); ok {
+			b.cfg.AdvertisedPort = int32(ta.Port)
+		}
+	}
+	for _, st := range b.shards {
+		b.startHousekeeping(st)
+	}
+	go func() { b.serveErr <- eng.Serve(b) }()
+	b.log.Info("ringbroker listening", "addr", eng.Addr().String(), "advertised", fmt.Sprintf("%s:%d", b.cfg.AdvertisedHost, b.cfg.AdvertisedPort),
+		"node.id", b.cfg.NodeID, "log.dirs", b.cfg.LogDir, "shards", b.cfg.Shards, "io.engine", eng.Name(), "log.io.mode", b.cfg.LogIOMode,
+		"topics", len(im.Topics), "startup", time.Since(b.startedAt).Round(time.Millisecond).String())
+	return nil
+}
+
+// Done is closed when the broker begins shutting down.
+func (b *Broker) Done() <-chan struct{} { return b.closing }
+
+// ServeErr reports a fatal error of the network engine.
+func (b *Broker) ServeErr() <-chan error { return b.serveErr }
+
+// Close stops accepting, closes connections, flushes and closes every
+// partition, and writes the checkpoints. It is safe to call more than once.
+func (b *Broker) Close() error {
+	var err error
+	b.closeOnce.Do(func() {
+		close(b.closing)
+		if b.engine != nil {
+			b.engine.Close()
+		}
+		b.connsMu.Lock()
+		for c := range b.conns {
+			c.close()
+		}
+		b.connsMu.Unlock()
+		done := make(chan struct{})
+		go func() { b.connWG.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			b.log.Warn("connections still open after 10s, closing partitions anyway")
+		}
+		b.writeLogStartOffsets()
+		var mu sync.Mutex
+		for _, st := range b.shards {
+			st.loop.Call(func() {
+				if st.retention != nil {
+					st.retention.Stop()
+				}
+				for _, p := range st.parts {
+					if e := p.close(); e != nil {
+						mu.Lock()
+						err = errors.Join(err, e)
+						mu.Unlock()
+					}
+				}
+				st.parts = map[tpKey]*partition{}
+			})
+		}
+		b.stopShards()
+		if b.meta != nil {
+			err = errors.Join(err, b.meta.close())
+		}
+		b.log.Info("ringbroker stopped", "uptime", time.Since(b.startedAt).Round(time.Millisecond).String())
+	})
+	return err
+}
+
+func (b *Broker) stopShards() {
+	for _, st := range b.shards {
+		st.loop.Close()
+		st.committer.Close()
+	}
+}
+
+// currentImage is the metadata image in force.
+func (b *Broker) currentImage() *Image { return b.image.Load() }
+
+// shardFor maps a partition to its owner shard.
+func (b *Broker) shardFor(p PartitionImage) *shardState {
+	return b.shards[p.Shard%len(b.shards)]
+}
+
+// partitionDir is <log.dirs>/<topic>-<partition>.
+func (b *Broker) partitionDir(topic string, p int32) string {
+	return filepath.Join(b.cfg.LogDir, fmt.Sprintf("%s-%d", topic, p))
+}
+
+// withPartition runs fn on the owner shard of topic/partition with the
+// partition (nil if it is not open there). It does not wait.
+func (b *Broker) withPartition(t *TopicImage, p int32, fn func(*partition)) {
+	pi := t.Partitions[p]
+	st := b.shardFor(pi)
+	st.loop.Post(func() { fn(st.parts[tpKey{t.ID, p}]) })
+}
+
+// openPartition runs on st's loop.
+func (b *Broker) openPartition(st *shardState, t *TopicImage, p int32, logStart int64) error {
+	key := tpKey{t.ID, p}
+	if _, ok := st.parts[key]; ok {
+		return nil
+	}
+	dir := b.partitionDir(t.Name, p)
+	cfg := b.topicConfig(t)
+	l, err := nvme.Open(dir, cfg.logOptions(b.log, logStart))
+	if err != nil {
+		return fmt.Errorf("cannot open partition %s-%d: %w", t.Name, p, err)
+	}
+	if err := nvme.WritePartitionMetadata(dir, [16]byte(t.ID)); err != nil {
+		l.Close()
+		return fmt.Errorf("cannot write partition.metadata of %s-%d: %w", t.Name, p, err)
+	}
+	pi := t.Partitions[p]
+	if eps := l.LeaderEpochs(); len(eps) == 0 || eps[len(eps)-1].Epoch < pi.LeaderEpoch {
+		if err := l.AssignEpoch(pi.LeaderEpoch, l.LogEndOffset()); err != nil {
+			l.Close()
+			return fmt.Errorf("cannot assign leader epoch of %s-%d: %w", t.Name, p, err)
+		}
+	}
+	st.parts[key] = newPartition(b, st, t.Name, t.ID, p, pi.LeaderEpoch, l, cfg)
+	return nil
+}
+
+// startHousekeeping runs retention and time-based rolling on each shard.
+func (b *Broker) startHousekeeping(st *shardState) {
+	iv := time.Duration(b.cfg.RetentionCheckIntervalMs) * time.Millisecond
+	if iv <= 0 {
+		iv = 5 * time.Minute
+	}
+	roll := time.NewTicker(min(iv, 10*time.Second))
+	st.retention = roll
+	last := time.Now()
+	go func() {
+		for {
+			select {
+			case <-b.closing:
+				roll.Stop()
+				return
+			case <-roll.C:
+				runRetention := time.Since(last) >= iv
+				if runRetention {
+					last = time.Now()
+				}
+				select {
+				case <-b.closing:
+					return
+				default:
+				}
+				st.loop.Post(func() {
+					for _, p := range st.parts {
+						p.housekeep(runRetention)
+					}
+				})
+			}
+		}
+	}()
+}
+
+// ServeConn implements ioring.ConnHandler.
+func (b *Broker) ServeConn(shard int, c net.Conn) {
+	cn := newConn(b, shard, c)
+	b.connsMu.Lock()
+	select {
+	case <-b.closing:
+		b.connsMu.Unlock()
+		c.Close()
+		return
+	default:
+	}
+	b.conns[cn] = struct{}{}
+	b.connWG.Add(1)
+	b.connsMu.Unlock()
+	defer func() {
+		b.connsMu.Lock()
+		delete(b.conns, cn)
+		b.connsMu.Unlock()
+		b.connWG.Done()
+	}()
+	cn.serve()
+}

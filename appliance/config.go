@@ -1,0 +1,408 @@
+package appliance
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// ParseProperties reads a Java .properties file as Kafka's start scripts do:
+// "key=value" or "key: value" lines, '#' and '!' comments, backslash line
+// continuations. Later keys override earlier ones.
+func ParseProperties(r io.Reader) (map[string]string, error) {
+	props := map[string]string{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	var cont strings.Builder
+	lineNo := 0
+	for sc.Scan() {
+		lineNo++
+		line := strings.TrimLeft(sc.Text(), " \t\f")
+		if cont.Len() == 0 && (line == "" || line[0] == '#' || line[0] == '!') {
+			continue
+		}
+		if strings.HasSuffix(line, "\\") && !strings.HasSuffix(line, "\\\\") {
+			cont.WriteString(strings.TrimSuffix(line, "\\"))
+			continue
+		}
+		cont.WriteString(line)
+		full := cont.String()
+		cont.Reset()
+		i := strings.IndexAny(full, "=:")
+		if i < 0 {
+			// A key alone means an empty value.
+			props[strings.TrimSpace(full)] = ""
+			continue
+		}
+		k := strings.TrimSpace(full[:i])
+		v := strings.TrimSpace(full[i+1:])
+		if k == "" {
+			return nil, fmt.Errorf("cannot parse properties line %d: empty key", lineNo)
+		}
+		props[k] = v
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("cannot read properties: %w", err)
+	}
+	return props, nil
+}
+
+// Config is the broker configuration: Kafka's property names and defaults,
+// plus ringbroker's own knobs (io.engine, log.io.mode, shards).
+type Config struct {
+	NodeID                   int32
+	ClusterID                string
+	ListenAddr               string // host:port from listeners=PLAINTEXT://host:port
+	AdvertisedHost           string
+	AdvertisedPort           int32
+	LogDir                   string // first entry of log.dirs
+	NumPartitions            int32
+	DefaultReplicationFactor int16
+	AutoCreateTopics         bool
+	DeleteTopicEnable        bool
+	MessageMaxBytes          int32
+	SocketRequestMaxBytes    int32
+	RetentionCheckIntervalMs int64
+	Shards                   int
+	IOEngine                 string // netpoll | uring | auto
+	LogIOMode                string // buffered | direct
+	ConnectionsMaxIdleMs     int64
+
+	// TopicDefaults holds the broker-level defaults of every topic config,
+	// keyed by the topic config name (segment.bytes, retention.ms, ...).
+	TopicDefaults map[string]string
+	// Props is every property as given, for DescribeConfigs on the broker.
+	Props map[string]string
+}
+
+// topicConfigDef describes one topic-level config: its Kafka name, the
+// broker property that sets its default, and that default.
+type topicConfigDef struct {
+	name       string
+	brokerProp string
+	def        string
+	kind       string // long, int, string, boolean, double, list, class
+	validate   func(string) error
+}
+
+func validLong(min int64) func(string) error {
+	return func(s string) error {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not an integer", s)
+		}
+		if v < min {
+			return fmt.Errorf("value %d is below the minimum %d", v, min)
+		}
+		return nil
+	}
+}
+
+func validOneOf(vals ...string) func(string) error {
+	return func(s string) error {
+		for _, v := range strings.Split(s, ",") {
+			ok := false
+			for _, w := range vals {
+				if strings.TrimSpace(v) == w {
+					ok = true
+				}
+			}
+			if !ok {
+				return fmt.Errorf("%q is not one of %v", s, vals)
+			}
+		}
+		return nil
+	}
+}
+
+func validDouble(s string) error {
+	if _, err := strconv.ParseFloat(s, 64); err != nil {
+		return fmt.Errorf("%q is not a number", s)
+	}
+	return nil
+}
+
+func validBool(s string) error {
+	if s != "true" && s != "false" {
+		return fmt.Errorf("%q is not true or false", s)
+	}
+	return nil
+}
+
+func validAny(string) error { return nil }
+
+// topicConfigDefs are the topic configs we accept, with Kafka's defaults.
+var topicConfigDefs = []topicConfigDef{
+	{"cleanup.policy", "log.cleanup.policy", "delete", "list", validOneOf("delete", "compact")},
+	{"compression.type", "compression.type", "producer", "string", validOneOf("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")},
+	{"delete.retention.ms", "log.cleaner.delete.retention.ms", "86400000", "long", validLong(0)},
+	{"file.delete.delay.ms", "log.segment.delete.delay.ms", "60000", "long", validLong(0)},
+	{"flush.messages", "log.flush.interval.messages", "9223372036854775807", "long", validLong(1)},
+	{"flush.ms", "log.flush.interval.ms", "9223372036854775807", "long", validLong(0)},
+	{"index.interval.bytes", "log.index.interval.bytes", "4096", "int", validLong(0)},
+	{"max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms", "9223372036854775807", "long", validLong(1)},
+	{"max.message.bytes", "message.max.bytes", "1048588", "int", validLong(0)},
+	{"message.timestamp.type", "log.message.timestamp.type", "CreateTime", "string", validOneOf("CreateTime", "LogAppendTime")},
+	{"min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio", "0.5", "double", validDouble},
+	{"min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms", "0", "long", validLong(0)},
+	{"min.insync.replicas", "min.insync.replicas", "1", "int", validLong(1)},
+	{"preallocate", "log.preallocate", "false", "boolean", validBool},
+	{"retention.bytes", "log.retention.bytes", "-1", "long", validLong(-1)},
+	{"retention.ms", "log.retention.ms", "604800000", "long", validLong(-1)},
+	{"segment.bytes", "log.segment.bytes", "1073741824", "int", validLong(14)},
+	{"segment.index.bytes", "log.index.size.max.bytes", "10485760", "int", validLong(4)},
+	{"segment.jitter.ms", "log.roll.jitter.ms", "0", "long", validLong(0)},
+	{"segment.ms", "log.roll.ms", "604800000", "long", validLong(1)},
+	{"unclean.leader.election.enable", "unclean.leader.election.enable", "false", "boolean", validBool},
+	{"message.downconversion.enable", "log.message.downconversion.enable", "true", "boolean", validBool},
+	{"local.retention.ms", "log.local.retention.ms", "-2", "long", validLong(-2)},
+	{"local.retention.bytes", "log.local.retention.bytes", "-2", "long", validLong(-2)},
+	{"remote.storage.enable", "remote.storage.enable", "false", "boolean", validBool},
+}
+
+func topicConfigDefFor(name string) (topicConfigDef, bool) {
+	for _, d := range topicConfigDefs {
+		if d.name == name {
+			return d, true
+		}
+	}
+	return topicConfigDef{}, false
+}
+
+// ValidateTopicConfig checks one topic config name and value. It returns an
+// error suitable for INVALID_CONFIG (40) messages.
+func ValidateTopicConfig(name, value string) error {
+	d, ok := topicConfigDefFor(name)
+	if !ok {
+		return fmt.Errorf("unknown topic config %q", name)
+	}
+	return d.validate(value)
+}
+
+// brokerDefaults are Kafka's defaults for the broker properties we read.
+var brokerDefaults = map[string]string{
+	"node.id":                          "1",
+	"listeners":                        "PLAINTEXT://127.0.0.1:9092",
+	"log.dirs":                         "./data",
+	"num.partitions":                   "1",
+	"default.replication.factor":       "1",
+	"auto.create.topics.enable":        "true",
+	"delete.topic.enable":              "true",
+	"message.max.bytes":                "1048588",
+	"socket.request.max.bytes":         "104857600",
+	"log.retention.check.interval.ms":  "300000",
+	"connections.max.idle.ms":          "600000",
+	"shards":                           "0",
+	"io.engine":                        "netpoll",
+	"log.io.mode":                      "buffered",
+	"offsets.topic.num.partitions":     "50",
+	"offsets.topic.replication.factor": "1",
+}
+
+// ConfigFromProperties builds a Config from properties, applying Kafka's
+// defaults and the hour/minute variants of retention and roll settings.
+func ConfigFromProperties(props map[string]string) (Config, error) {
+	get := func(k string) string {
+		if v, ok := props[k]; ok {
+			return v
+		}
+		return brokerDefaults[k]
+	}
+	var c Config
+	var err error
+	perr := func(k string, e error) error { return fmt.Errorf("cannot parse %s=%q: %w", k, get(k), e) }
+	i32 := func(k string) int32 {
+		if err != nil {
+			return 0
+		}
+		v, e := strconv.ParseInt(get(k), 10, 32)
+		if e != nil {
+			err = perr(k, e)
+		}
+		return int32(v)
+	}
+	i64 := func(k string) int64 {
+		if err != nil {
+			return 0
+		}
+		v, e := strconv.ParseInt(get(k), 10, 64)
+		if e != nil {
+			err = perr(k, e)
+		}
+		return v
+	}
+	boolean := func(k string) bool {
+		if err != nil {
+			return false
+		}
+		v, e := strconv.ParseBool(get(k))
+		if e != nil {
+			err = perr(k, e)
+		}
+		return v
+	}
+	c.NodeID = i32("node.id")
+	if c.NodeID == 0 {
+		if v, ok := props["broker.id"]; ok {
+			if n, e := strconv.Atoi(v); e == nil {
+				c.NodeID = int32(n)
+			}
+		}
+	}
+	c.NumPartitions = i32("num.partitions")
+	c.DefaultReplicationFactor = int16(i32("default.replication.factor"))
+	c.AutoCreateTopics = boolean("auto.create.topics.enable")
+	c.DeleteTopicEnable = boolean("delete.topic.enable")
+	c.MessageMaxBytes = i32("message.max.bytes")
+	c.SocketRequestMaxBytes = i32("socket.request.max.bytes")
+	c.RetentionCheckIntervalMs = i64("log.retention.check.interval.ms")
+	c.ConnectionsMaxIdleMs = i64("connections.max.idle.ms")
+	c.Shards = int(i32("shards"))
+	c.IOEngine = get("io.engine")
+	c.LogIOMode = get("log.io.mode")
+	c.ClusterID = props["cluster.id"]
+	if err != nil {
+		return Config{}, err
+	}
+	dirs := get("log.dirs")
+	if v, ok := props["log.dir"]; ok && props["log.dirs"] == "" {
+		dirs = v
+	}
+	c.LogDir = strings.TrimSpace(strings.Split(dirs, ",")[0])
+
+	host, port, err := parseListener(get("listeners"))
+	if err != nil {
+		return Config{}, err
+	}
+	c.ListenAddr = net.JoinHostPort(host, strconv.Itoa(port))
+	adv := props["advertised.listeners"]
+	if adv == "" {
+		adv = get("listeners")
+	}
+	ahost, aport, err := parseListener(adv)
+	if err != nil {
+		return Config{}, fmt.Errorf("cannot parse advertised.listeners: %w", err)
+	}
+	if ahost == "" || ahost == "0.0.0.0" || ahost == "::" {
+		ahost = "127.0.0.1"
+	}
+	c.AdvertisedHost, c.AdvertisedPort = ahost, int32(aport)
+
+	// Topic defaults from broker properties, with Kafka's hours/minutes forms.
+	c.TopicDefaults = map[string]string{}
+	for _, d := range topicConfigDefs {
+		v := d.def
+		if pv, ok := props[d.brokerProp]; ok {
+			v = pv
+		}
+		c.TopicDefaults[d.name] = v
+	}
+	if _, ok := props["log.retention.ms"]; !ok {
+		if v, ok := props["log.retention.minutes"]; ok {
+			c.TopicDefaults["retention.ms"] = mulString(v, 60_000)
+		} else if v, ok := props["log.retention.hours"]; ok {
+			c.TopicDefaults["retention.ms"] = mulString(v, 3_600_000)
+		}
+	}
+	if _, ok := props["log.roll.ms"]; !ok {
+		if v, ok := props["log.roll.hours"]; ok {
+			c.TopicDefaults["segment.ms"] = mulString(v, 3_600_000)
+		}
+	}
+	if _, ok := props["message.max.bytes"]; ok {
+		c.TopicDefaults["max.message.bytes"] = props["message.max.bytes"]
+	}
+	for _, d := range topicConfigDefs {
+		if e := d.validate(c.TopicDefaults[d.name]); e != nil {
+			return Config{}, fmt.Errorf("invalid default for %s (from %s): %w", d.name, d.brokerProp, e)
+		}
+	}
+	c.Props = map[string]string{}
+	for k, v := range brokerDefaults {
+		c.Props[k] = v
+	}
+	for k, v := range props {
+		c.Props[k] = v
+	}
+	return c, c.Validate()
+}
+
+func mulString(v string, m int64) string {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil {
+		return v
+	}
+	if n < 0 {
+		return "-1"
+	}
+	return strconv.FormatInt(n*m, 10)
+}
+
+// parseListener takes the first entry of a Kafka listeners list,
+// "PLAINTEXT://host:port[,...]", and returns its host and port.
+func parseListener(s string) (string, int, error) {
+	first := strings.TrimSpace(strings.Split(s, ",")[0])
+	if i := strings.Index(first, "://"); i >= 0 {
+		proto := first[:i]
+		if proto != "PLAINTEXT" {
+			return "", 0, fmt.Errorf("cannot use listener %q: only PLAINTEXT is supported", first)
+		}
+		first = first[i+3:]
+	}
+	host, portS, err := net.SplitHostPort(first)
+	if err != nil {
+		return "", 0, fmt.Errorf("cannot parse listener %q: %w", s, err)
+	}
+	port, err := strconv.Atoi(portS)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("cannot parse listener port in %q", s)
+	}
+	return host, port, nil
+}
+
+// Validate checks the config's invariants.
+func (c *Config) Validate() error {
+	switch {
+	case c.NodeID < 0:
+		return fmt.Errorf("node.id must be >= 0, got %d", c.NodeID)
+	case c.NumPartitions < 1:
+		return fmt.Errorf("num.partitions must be >= 1, got %d", c.NumPartitions)
+	case c.MessageMaxBytes < 0:
+		return fmt.Errorf("message.max.bytes must be >= 0, got %d", c.MessageMaxBytes)
+	case c.SocketRequestMaxBytes < 1:
+		return fmt.Errorf("socket.request.max.bytes must be >= 1, got %d", c.SocketRequestMaxBytes)
+	case c.LogDir == "":
+		return fmt.Errorf("log.dirs must not be empty")
+	case c.Shards < 0 || c.Shards > 1024:
+		return fmt.Errorf("shards must be in [0, 1024], got %d", c.Shards)
+	}
+	switch c.IOEngine {
+	case "netpoll", "auto", "uring":
+	default:
+		return fmt.Errorf("io.engine must be auto, uring or netpoll, got %q", c.IOEngine)
+	}
+	switch c.LogIOMode {
+	case "buffered", "direct":
+	default:
+		return fmt.Errorf("log.io.mode must be buffered or direct, got %q", c.LogIOMode)
+	}
+	if c.Shards == 0 {
+		c.Shards = runtime.NumCPU()
+	}
+	return nil
+}
+
+// topicConfigNames lists the topic config names in sorted order.
+func topicConfigNames() []string {
+	out := make([]string, 0, len(topicConfigDefs))
+	for _, d := range topicConfigDefs {
+		out = append(out, d.name)
+	}
+	sort.Strings(out)
+	return out
+}

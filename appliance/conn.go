@@ -1,0 +1,448 @@
+package appliance
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/ringbroker/ringbroker/nvme"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sys/unix"
+)
+
+// maxInFlight bounds the requests read from one connection whose responses
+// are not yet written; the reader stops reading past it (backpressure).
+const maxInFlight = 64
+
+// conn is one client connection on its home shard. The reader goroutine
+// cuts frames, decodes them and dispatches them in arrival order; work that
+// waits (acks=all, long polls, metadata changes) continues on its own
+// goroutine; the writer goroutine writes responses strictly in request order.
+type conn struct {
+	b      *Broker
+	shard  int
+	nc     net.Conn
+	remote string
+
+	slots     chan *slot
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+// slot is one request's place in the response order.
+type slot struct {
+	done     chan struct{}
+	corrID   int32
+	key      int16
+	version  int16
+	resp     any // kmsg.Response, *rawResponse, or nil for no response
+	closeNow bool
+}
+
+// request is what a handler sees.
+type request struct {
+	c        *conn
+	key      int16
+	version  int16
+	corrID   int32
+	clientID string
+	req      kmsg.Request
+}
+
+// deferred is returned by a handler whose answer needs waiting; the conn
+// runs it on its own goroutine. It returns what a handler returns.
+type deferred func() any
+
+// rawResponse is a response body made of byte slices and file chunks, sent
+// without copying record bytes (fetch).
+type rawResponse struct {
+	flexible bool // response header v1 (tagged fields)
+	parts    []respPart
+}
+
+type respPart struct {
+	b     []byte
+	chunk nvme.Chunk
+}
+
+func (r *rawResponse) size() int {
+	n := 0
+	for _, p := range r.parts {
+		if p.chunk.File != nil {
+			n += int(p.chunk.Len)
+		} else {
+			n += len(p.b)
+		}
+	}
+	return n
+}
+
+// closeConn is returned by a handler to close the connection after the
+// responses before it are written.
+type closeConn struct{ reason string }
+
+func newConn(b *Broker, shard int, nc net.Conn) *conn {
+	return &conn{b: b, shard: shard, nc: nc, remote: nc.RemoteAddr().String(), slots: make(chan *slot, maxInFlight), closed: make(chan struct{})}
+}
+
+func (c *conn) close() {
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		c.nc.Close()
+	})
+}
+
+// serve runs the reader; it returns when the connection is closed.
+func (c *conn) serve() {
+	wdone := make(chan struct{})
+	go func() { defer close(wdone); c.writer() }()
+	err := c.reader()
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.ECONNRESET) {
+		c.b.log.Warn("closing connection", "remote", c.remote, "shard", c.shard, "reason", err.Error())
+	}
+	close(c.slots)
+	<-wdone
+	c.close()
+}
+
+func (c *conn) reader() error {
+	br := bufio.NewReaderSize(c.nc, 64<<10)
+	var sizeBuf [4]byte
+	idle := time.Duration(c.b.cfg.ConnectionsMaxIdleMs) * time.Millisecond
+	for {
+		if idle > 0 {
+			_ = c.nc.SetReadDeadline(time.Now().Add(idle))
+		}
+		if _, err := io.ReadFull(br, sizeBuf[:]); err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return fmt.Errorf("idle for longer than connections.max.idle.ms=%d", c.b.cfg.ConnectionsMaxIdleMs)
+			}
+			return err
+		}
+		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
+		if size < 0 || size > c.b.cfg.SocketRequestMaxBytes {
+			return fmt.Errorf("request frame size %d outside [0, socket.request.max.bytes=%d]", size, c.b.cfg.SocketRequestMaxBytes)
+		}
+		if size < 8 {
+			return fmt.Errorf("request frame of %d bytes is shorter than a request header", size)
+		}
+		// A frame's read gets a deadline so a peer cannot hold half a frame forever.
+		_ = c.nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+		buf := make([]byte, size)
+		if _, err := io.ReadFull(br, buf); err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				return fmt.Errorf("truncated request frame: %w", err)
+			}
+			return err
+		}
+		if !c.dispatch(buf) {
+			return nil
+		}
+	}
+}
+
+// dispatch decodes one frame and queues its slot. It returns false when the
+// connection must close.
+func (c *conn) dispatch(frame []byte) bool {
+	key := int16(binary.BigEndian.Uint16(frame[0:]))
+	version := int16(binary.BigEndian.Uint16(frame[2:]))
+	corrID := int32(binary.BigEndian.Uint32(frame[4:]))
+	s := &slot{done: make(chan struct{}), corrID: corrID, key: key, version: version}
+	fail := func(format string, args ...any) bool {
+		s.closeNow = true
+		c.b.log.Warn("closing connection on bad request", "remote", c.remote, "api_key", key, "api_version", version,
+			"correlation_id", corrID, "reason", fmt.Sprintf(format, args...))
+		close(s.done)
+		c.enqueue(s)
+		return false
+	}
+	api, ok := apis[key]
+	if !ok {
+		return fail("unknown API key %d", key)
+	}
+	// The client id is a nullable int16 string in every header version >= 1.
+	rest := frame[8:]
+	if len(rest) < 2 {
+		return fail("request header truncated")
+	}
+	cidLen := int(int16(binary.BigEndian.Uint16(rest)))
+	rest = rest[2:]
+	clientID := ""
+	if cidLen > 0 {
+		if cidLen > len(rest) {
+			return fail("client id length %d beyond the frame", cidLen)
+		}
+		clientID = string(rest[:cidLen])
+		rest = rest[cidLen:]
+	}
+	req := kmsg.RequestForKey(key)
+	if req == nil {
+		return fail("no codec for API key %d", key)
+	}
+	if version < api.min || version > api.max {
+		if api.unsupported != nil {
+			// ApiVersions answers in v0; Produce v0-v2 answers per partition.
+			req.SetVersion(min(version, req.MaxVersion()))
+			if version <= req.MaxVersion() {
+				_ = req.ReadFrom(skipHeaderTags(req, rest))
+			}
+			s.resp = api.unsupported(&request{c: c, key: key, version: version, corrID: corrID, clientID: clientID, req: req})
+			close(s.done)
+			c.enqueue(s)
+			return true
+		}
+		return fail("unsupported version %d (supported %d-%d)", version, api.min, api.max)
+	}
+	req.SetVersion(version)
+	body := skipHeaderTags(req, rest)
+	if body == nil {
+		return fail("cannot read request header tagged fields")
+	}
+	if err := req.ReadFrom(body); err != nil {
+		return fail("cannot decode request body: %v", err)
+	}
+	r := &request{c: c, key: key, version: version, corrID: corrID, clientID: clientID, req: req}
+	if !c.enqueue(s) {
+		return false
+	}
+	out := c.runHandler(api, r)
+	if d, ok := out.(deferred); ok {
+		go func() {
+			s.resp = c.finish(d())
+			close(s.done)
+		}()
+		return true
+	}
+	s.resp = c.finish(out)
+	close(s.done)
+	return true
+}
+
+// runHandler calls the handler, turning a panic into a closed connection
+// rather than a dead broker.
+func (c *conn) runHandler(api apiDef, r *request) (out any) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.b.log.Error("handler panic, closing connection", "api_key", r.key, "api_version", r.version, "panic", fmt.Sprint(p))
+			out = closeConn{reason: "internal error"}
+		}
+	}()
+	return api.handle(c.b, r)
+}
+
+func (c *conn) finish(out any) any {
+	if resp, ok := out.(kmsg.Response); ok && resp != nil {
+		return resp
+	}
+	return out
+}
+
+// skipHeaderTags returns the body after the request header's tagged fields
+// (request header v2, used by flexible versions), or nil if malformed.
+func skipHeaderTags(req kmsg.Request, rest []byte) []byte {
+	if !req.IsFlexible() {
+		return rest
+	}
+	n, sz := binary.Uvarint(rest)
+	if sz <= 0 {
+		return nil
+	}
+	rest = rest[sz:]
+	for i := uint64(0); i < n; i++ {
+		_, sz = binary.Uvarint(rest)
+		if sz <= 0 {
+			return nil
+		}
+		rest = rest[sz:]
+		l, sz := binary.Uvarint(rest)
+		if sz <= 0 || l > uint64(len(rest)-sz) {
+			return nil
+		}
+		rest = rest[sz+int(l):]
+	}
+	return rest
+}
+
+// enqueue hands s to the writer in order; false if the conn is closed.
+func (c *conn) enqueue(s *slot) bool {
+	select {
+	case c.slots <- s:
+		return true
+	case <-c.closed:
+		return false
+	}
+}
+
+func (c *conn) writer() {
+	bw := bufio.NewWriterSize(c.nc, 64<<10)
+	var hdr []byte
+	broken := false
+	for s := range c.slots {
+		select {
+		case <-s.done:
+		case <-c.closed:
+			broken = true
+		}
+		if broken {
+			continue
+		}
+		if s.closeNow {
+			bw.Flush()
+			c.close()
+			broken = true
+			continue
+		}
+		if cc, ok := s.resp.(closeConn); ok {
+			bw.Flush()
+			c.b.log.Warn("closing connection", "remote", c.remote, "api_key", s.key, "reason", cc.reason)
+			c.close()
+			broken = true
+			continue
+		}
+		var err error
+		switch resp := s.resp.(type) {
+		case nil:
+			continue // acks=0
+		case *fixedVersion:
+			hdr = encodeResponse(hdr[:0], s.corrID, s.key, resp.resp, resp.version)
+			_, err = bw.Write(hdr)
+		case kmsg.Response:
+			hdr = encodeResponse(hdr[:0], s.corrID, s.key, resp, s.version)
+			_, err = bw.Write(hdr)
+		case *rawResponse:
+			hdr = hdr[:0]
+			n := 4 + resp.size()
+			if resp.flexible {
+				n++
+			}
+			hdr = binary.BigEndian.AppendUint32(hdr, uint32(n))
+			hdr = binary.BigEndian.AppendUint32(hdr, uint32(s.corrID))
+			if resp.flexible {
+				hdr = append(hdr, 0)
+			}
+			if _, err = bw.Write(hdr); err == nil {
+				err = c.writeParts(bw, resp.parts)
+			}
+		default:
+			err = fmt.Errorf("handler returned %T", s.resp)
+		}
+		if err == nil && len(c.slots) == 0 {
+			err = bw.Flush()
+		}
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.EPIPE) && !errors.Is(err, syscall.ECONNRESET) {
+				c.b.log.Warn("cannot write response, closing connection", "remote", c.remote, "err", err)
+			}
+			c.close()
+			broken = true
+		}
+	}
+	if !broken {
+		bw.Flush()
+	}
+}
+
+// writeParts writes bytes through bw and file chunks with sendfile(2)
+// straight from the segment file to the socket, at explicit offsets.
+func (c *conn) writeParts(bw *bufio.Writer, parts []respPart) error {
+	for _, p := range parts {
+		if p.chunk.File == nil {
+			if _, err := bw.Write(p.b); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		if err := sendChunk(c.nc, p.chunk); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sendChunk(nc net.Conn, ch nvme.Chunk) error {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return copyChunk(nc, ch)
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return copyChunk(nc, ch)
+	}
+	rfd, err := ch.File.SyscallConn()
+	if err != nil {
+		return copyChunk(nc, ch)
+	}
+	off := ch.Pos
+	remain := int(ch.Len)
+	var serr error
+	ferr := rfd.Control(func(ffd uintptr) {
+		werr := rc.Write(func(sfd uintptr) bool {
+			for remain > 0 {
+				n, err := unix.Sendfile(int(sfd), int(ffd), &off, remain)
+				if n > 0 {
+					remain -= n
+				}
+				if err == unix.EAGAIN {
+					return false // wait until writable
+				}
+				if err == unix.EINTR {
+					continue
+				}
+				if err != nil {
+					serr = err
+					return true
+				}
+				if n == 0 {
+					serr = fmt.Errorf("segment %s ended %d bytes early", ch.File.Name(), remain)
+					return true
+				}
+			}
+			return true
+		})
+		if serr == nil {
+			serr = werr
+		}
+	})
+	if serr != nil {
+		return serr
+	}
+	return ferr
+}
+
+// copyChunk is the fallback when the socket has no fd (tests with net.Pipe).
+func copyChunk(w io.Writer, ch nvme.Chunk) error {
+	_, err := io.Copy(w, io.NewSectionReader(ch.File, ch.Pos, int64(ch.Len)))
+	return err
+}
+
+// fixedVersion is a response encoded at a version other than the request's
+// (ApiVersions answering a too-new request in v0).
+type fixedVersion struct {
+	resp    kmsg.Response
+	version int16
+}
+
+// encodeResponse appends a whole response frame: size, correlation id,
+// header tags when flexible (never for ApiVersions), body.
+func encodeResponse(dst []byte, corrID int32, key int16, resp kmsg.Response, version int16) []byte {
+	resp.SetVersion(version)
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(corrID))
+	if resp.IsFlexible() && key != 18 {
+		dst = append(dst, 0)
+	}
+	dst = resp.AppendTo(dst)
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	return dst
+}

@@ -1,0 +1,334 @@
+package appliance
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// This file is the controller: the one place that changes metadata. Each
+// change is checked against the current image, committed to the metadata
+// log as one batch, applied to a new image, and then carried out on the
+// owner shards (open, close and delete partitions). ctrlMu serialises it.
+
+// validTopicName applies Kafka's rules: 1-249 characters of [a-zA-Z0-9._-],
+// not "." or "..".
+func validTopicName(name string) error {
+	if name == "" || name == "." || name == ".." {
+		return fmt.Errorf("%w: topic name %q is illegal", kerr.InvalidTopicException, name)
+	}
+	if len(name) > 249 {
+		return fmt.Errorf("%w: topic name is longer than 249 characters", kerr.InvalidTopicException)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%w: topic name %q contains %q; legal characters are ASCII letters, digits, '.', '_' and '-'", kerr.InvalidTopicException, name, c)
+		}
+	}
+	return nil
+}
+
+// TopicSpec is what CreateTopics, auto-creation and tests ask for.
+type TopicSpec struct {
+	Name              string
+	Partitions        int32 // -1: num.partitions
+	ReplicationFactor int16 // -1: default.replication.factor
+	Configs           map[string]string
+}
+
+// createTopic validates spec, and unless validateOnly commits and opens the
+// topic. It returns the created topic image (the would-be image when
+// validating only). Errors wrap kerr codes.
+func (b *Broker) createTopic(spec TopicSpec, validateOnly bool) (*TopicImage, error) {
+	if err := validTopicName(spec.Name); err != nil {
+		return nil, err
+	}
+	if spec.Partitions == -1 {
+		spec.Partitions = b.cfg.NumPartitions
+	}
+	if spec.Partitions <= 0 {
+		return nil, fmt.Errorf("%w: number of partitions must be larger than 0", kerr.InvalidPartitions)
+	}
+	if spec.Partitions > 100000 {
+		return nil, fmt.Errorf("%w: %d partitions is more than this broker allows (100000)", kerr.InvalidPartitions, spec.Partitions)
+	}
+	if spec.ReplicationFactor == -1 {
+		spec.ReplicationFactor = b.cfg.DefaultReplicationFactor
+	}
+	if spec.ReplicationFactor <= 0 {
+		return nil, fmt.Errorf("%w: replication factor must be larger than 0", kerr.InvalidReplicationFactor)
+	}
+	if spec.ReplicationFactor > 1 {
+		return nil, fmt.Errorf("%w: replication factor %d is larger than the 1 available broker", kerr.InvalidReplicationFactor, spec.ReplicationFactor)
+	}
+	for k, v := range spec.Configs {
+		if err := ValidateTopicConfig(k, v); err != nil {
+			return nil, fmt.Errorf("%w: %v", kerr.InvalidConfig, err)
+		}
+	}
+	b.ctrlMu.Lock()
+	defer b.ctrlMu.Unlock()
+	im := b.currentImage()
+	if _, ok := im.Topics[spec.Name]; ok {
+		return nil, fmt.Errorf("%w: topic %q already exists", kerr.TopicAlreadyExists, spec.Name)
+	}
+	if colliding := collidingTopic(im, spec.Name); colliding != "" {
+		return nil, fmt.Errorf("%w: topic %q collides with existing topic %q ('.' and '_' collide in metric names)", kerr.InvalidTopicException, spec.Name, colliding)
+	}
+	id := newTopicID()
+	recs := []MetadataRecord{{Topic: &TopicRecord{Name: spec.Name, ID: id}}}
+	load := b.shardLoad(im)
+	for p := int32(0); p < spec.Partitions; p++ {
+		shard := leastLoaded(load)
+		load[shard]++
+		recs = append(recs, MetadataRecord{Partition: &PartitionRecord{TopicID: id, Partition: p, Replicas: []int32{b.cfg.NodeID},
+			ISR: []int32{b.cfg.NodeID}, Leader: b.cfg.NodeID, LeaderEpoch: 0, Shard: shard}})
+	}
+	for k, v := range spec.Configs {
+		v := v
+		recs = append(recs, MetadataRecord{Config: &ConfigRecord{ResourceType: 2, Name: spec.Name, Key: k, Value: &v}})
+	}
+	if validateOnly {
+		next, err := im.Apply(im.Offset+1, recs)
+		if err != nil {
+			return nil, err
+		}
+		return next.Topics[spec.Name], nil
+	}
+	next, err := b.meta.commit(im, recs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", kerr.UnknownServerError, err)
+	}
+	b.image.Store(next)
+	t := next.Topics[spec.Name]
+	if err := b.openTopicPartitions(t, 0); err != nil {
+		b.log.Error("cannot open partitions of new topic", "topic", spec.Name, "err", err)
+		return nil, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+	}
+	b.log.Info("created topic", "topic", spec.Name, "id", id.String(), "partitions", spec.Partitions)
+	return t, nil
+}
+
+// collidingTopic finds a topic whose name differs only by '.' vs '_'.
+func collidingTopic(im *Image, name string) string {
+	norm := func(s string) string {
+		out := []byte(s)
+		for i := range out {
+			if out[i] == '.' {
+				out[i] = '_'
+			}
+		}
+		return string(out)
+	}
+	n := norm(name)
+	for other := range im.Topics {
+		if other != name && norm(other) == n {
+			return other
+		}
+	}
+	return ""
+}
+
+// shardLoad counts partitions per shard in im.
+func (b *Broker) shardLoad(im *Image) []int {
+	load := make([]int, len(b.shards))
+	for _, t := range im.Topics {
+		for _, p := range t.Partitions {
+			load[p.Shard%len(b.shards)]++
+		}
+	}
+	return load
+}
+
+func leastLoaded(load []int) int {
+	best := 0
+	for i, n := range load {
+		if n < load[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// openTopicPartitions opens partitions from index from on their shards and waits.
+func (b *Broker) openTopicPartitions(t *TopicImage, from int32) error {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for _, p := range t.Partitions[from:] {
+		st := b.shardFor(p)
+		wg.Add(1)
+		st.loop.Post(func() {
+			defer wg.Done()
+			if err := b.openPartition(st, t, p.Partition, 0); err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+// deleteTopic removes a topic from the metadata and deletes its partitions'
+// directories (renamed "<topic>-<p>.<id>-delete" first, as Kafka does).
+func (b *Broker) deleteTopic(name string, id TopicID) (*TopicImage, error) {
+	if !b.cfg.DeleteTopicEnable {
+		return nil, fmt.Errorf("%w: delete.topic.enable is false", kerr.TopicDeletionDisabled)
+	}
+	b.ctrlMu.Lock()
+	defer b.ctrlMu.Unlock()
+	im := b.currentImage()
+	var t *TopicImage
+	if id != (TopicID{}) {
+		t = im.TopicsByID[id]
+		if t == nil {
+			return nil, kerr.UnknownTopicID
+		}
+	} else {
+		t = im.Topics[name]
+		if t == nil {
+			return nil, kerr.UnknownTopicOrPartition
+		}
+	}
+	if isInternalTopic(t.Name) {
+		return nil, fmt.Errorf("%w: internal topic %q cannot be deleted", kerr.InvalidTopicException, t.Name)
+	}
+	next, err := b.meta.commit(im, []MetadataRecord{{RemoveTopic: &RemoveTopicRecord{ID: t.ID}}})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", kerr.UnknownServerError, err)
+	}
+	b.image.Store(next)
+	var wg sync.WaitGroup
+	for _, p := range t.Partitions {
+		st := b.shardFor(p)
+		wg.Add(1)
+		st.loop.Post(func() {
+			defer wg.Done()
+			key := tpKey{t.ID, p.Partition}
+			part := st.parts[key]
+			delete(st.parts, key)
+			if part != nil {
+				_ = part.close()
+			}
+			dir := b.partitionDir(t.Name, p.Partition)
+			gone := filepath.Join(b.cfg.LogDir, fmt.Sprintf("%s-%d.%s-delete", t.Name, p.Partition, t.ID.String()))
+			if err := os.Rename(dir, gone); err == nil {
+				go func() {
+					if err := os.RemoveAll(gone); err != nil {
+						b.log.Warn("cannot remove deleted partition", "dir", gone, "err", err)
+					}
+				}()
+			} else if !os.IsNotExist(err) {
+				b.log.Warn("cannot rename deleted partition", "dir", dir, "err", err)
+			}
+		})
+	}
+	wg.Wait()
+	b.log.Info("deleted topic", "topic", t.Name, "id", t.ID.String())
+	return t, nil
+}
+
+// createPartitions grows a topic to count partitions.
+func (b *Broker) createPartitions(name string, count int32, validateOnly bool) error {
+	b.ctrlMu.Lock()
+	defer b.ctrlMu.Unlock()
+	im := b.currentImage()
+	t := im.Topics[name]
+	if t == nil {
+		return kerr.UnknownTopicOrPartition
+	}
+	have := int32(len(t.Partitions))
+	if count < have {
+		return fmt.Errorf("%w: topic %q has %d partitions, which is more than %d", kerr.InvalidPartitions, name, have, count)
+	}
+	if count == have {
+		return fmt.Errorf("%w: topic %q already has %d partitions", kerr.InvalidPartitions, name, have)
+	}
+	if count > 100000 {
+		return fmt.Errorf("%w: %d partitions is more than this broker allows (100000)", kerr.InvalidPartitions, count)
+	}
+	if validateOnly {
+		return nil
+	}
+	load := b.shardLoad(im)
+	var recs []MetadataRecord
+	for p := have; p < count; p++ {
+		shard := leastLoaded(load)
+		load[shard]++
+		recs = append(recs, MetadataRecord{Partition: &PartitionRecord{TopicID: t.ID, Partition: p, Replicas: []int32{b.cfg.NodeID},
+			ISR: []int32{b.cfg.NodeID}, Leader: b.cfg.NodeID, Shard: shard}})
+	}
+	next, err := b.meta.commit(im, recs)
+	if err != nil {
+		return fmt.Errorf("%w: %v", kerr.UnknownServerError, err)
+	}
+	b.image.Store(next)
+	return b.openTopicPartitions(next.Topics[name], have)
+}
+
+// ConfigChange is one config set (Value != nil) or removal (Value == nil).
+type ConfigChange struct {
+	Key   string
+	Value *string
+}
+
+// alterTopicConfigs applies changes to a topic's overrides. With replace
+// (legacy AlterConfigs) every override not named is removed.
+func (b *Broker) alterTopicConfigs(name string, changes []ConfigChange, replace, validateOnly bool) error {
+	for _, c := range changes {
+		if c.Value != nil {
+			if err := ValidateTopicConfig(c.Key, *c.Value); err != nil {
+				return fmt.Errorf("%w: %v", kerr.InvalidConfig, err)
+			}
+		} else if _, ok := topicConfigDefFor(c.Key); !ok {
+			return fmt.Errorf("%w: unknown topic config %q", kerr.InvalidConfig, c.Key)
+		}
+	}
+	b.ctrlMu.Lock()
+	defer b.ctrlMu.Unlock()
+	im := b.currentImage()
+	t := im.Topics[name]
+	if t == nil {
+		return kerr.UnknownTopicOrPartition
+	}
+	var recs []MetadataRecord
+	named := map[string]bool{}
+	for _, c := range changes {
+		named[c.Key] = true
+		recs = append(recs, MetadataRecord{Config: &ConfigRecord{ResourceType: 2, Name: name, Key: c.Key, Value: c.Value}})
+	}
+	if replace {
+		for k := range t.Configs {
+			if !named[k] {
+				recs = append(recs, MetadataRecord{Config: &ConfigRecord{ResourceType: 2, Name: name, Key: k}})
+			}
+		}
+	}
+	if validateOnly || len(recs) == 0 {
+		return nil
+	}
+	next, err := b.meta.commit(im, recs)
+	if err != nil {
+		return fmt.Errorf("%w: %v", kerr.UnknownServerError, err)
+	}
+	b.image.Store(next)
+	nt := next.Topics[name]
+	cfg := b.topicConfig(nt)
+	for _, p := range nt.Partitions {
+		b.withPartition(nt, p.Partition, func(part *partition) {
+			if part != nil {
+				part.cfg = cfg
+				part.log.SetOptions(cfg.logOptions(b.log, part.log.LogStartOffset()))
+			}
+		})
+	}
+	return nil
+}

@@ -1,0 +1,26 @@
+// Package appliance wires a ringbroker node: configuration, the metadata
+// image and its log, the controller, partitions on their owner shards, the
+// Kafka wire protocol (one handler file per API key, each opening with a
+// comment on its behaviour and versions), and later the group and
+// transaction coordinators. It satisfies the small interfaces that cluster
+// and tiering declare.
+//
+// It may import cluster, tiering, nvme, ioring and numa; nothing imports it
+// except tools/.
+//
+// Goroutines and ownership:
+//   - each shard's loop (ioring.Shard) owns the partitions placed on it
+//     (shardState.parts): a partition is read or written only from closures
+//     posted to its shard;
+//   - each connection has a reader goroutine that decodes frames and
+//     dispatches them in order (so appends from one connection keep their
+//     order), a writer goroutine that writes responses in request order, and
+//     one goroutine per request that has to wait (acks=all, long polls,
+//     metadata changes);
+//   - the controller (ctrlMu) serialises metadata changes; readers load the
+//     immutable Image from an atomic pointer without locking.
+//
+// Lock order: ctrlMu, then lsoMu, then connsMu. No lock is held while
+// waiting on a shard, except ctrlMu while the controller opens or closes
+// partitions (shards never take ctrlMu).
+package appliance

@@ -1,0 +1,194 @@
+package appliance
+
+// Fetch (key 1), v4-v16, sessionless.
+//
+// Partitions are read on their owner shards in request order against one
+// response byte budget (max_bytes); within it each partition gives at most
+// its partition_max_bytes, except that the first non-empty partition always
+// returns its first batch whole (KIP-74). A fetch offset inside a batch
+// returns that whole batch. With fewer than min_bytes available the request
+// parks on the partitions' waiter lists until an append wakes it or
+// max_wait_ms passes. OFFSET_OUT_OF_RANGE is returned only outside
+// [log start offset, log end offset]. Incremental fetch sessions (KIP-227)
+// are not kept: every response carries session id 0, which tells clients to
+// send full requests. v13+ names topics by id (UNKNOWN_TOPIC_ID otherwise).
+
+import (
+	"errors"
+	"time"
+
+	"github.com/ringbroker/ringbroker/nvme"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiDef{key: 1, min: 4, max: 16, handle: handleFetch})
+}
+
+// fetchPartIn is one requested partition, resolved against the image.
+type fetchPartIn struct {
+	ti, pi       int
+	topic        *TopicImage
+	partition    int32
+	offset       int64
+	maxBytes     int32
+	leaderEpoch  int32
+	lastFetchedE int32
+}
+
+func handleFetch(b *Broker, r *request) any {
+	req := r.req.(*kmsg.FetchRequest)
+	if req.SessionID != 0 {
+		return encodeFetchResponse(r.version, kerr.FetchSessionIDNotFound.Code, 0, nil)
+	}
+	im := b.currentImage()
+	var outs []fetchTopicOut
+	var ins []fetchPartIn
+	for _, t := range req.Topics {
+		var topic *TopicImage
+		if r.version >= 13 {
+			topic = im.TopicsByID[TopicID(t.TopicID)]
+		} else {
+			topic = im.Topics[t.Topic]
+		}
+		ot := fetchTopicOut{name: t.Topic, id: TopicID(t.TopicID)}
+		if topic != nil {
+			ot.name, ot.id = topic.Name, topic.ID
+		}
+		for _, p := range t.Partitions {
+			op := fetchPartOut{partition: p.Partition, hw: -1, lso: -1, logStart: -1, readCommitted: req.IsolationLevel == 1}
+			switch {
+			case topic == nil && r.version >= 13:
+				op.errCode = kerr.UnknownTopicID.Code
+			case topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions):
+				op.errCode = kerr.UnknownTopicOrPartition.Code
+			default:
+				ins = append(ins, fetchPartIn{ti: len(outs), pi: len(ot.parts), topic: topic, partition: p.Partition,
+					offset: p.FetchOffset, maxBytes: p.PartitionMaxBytes, leaderEpoch: p.CurrentLeaderEpoch, lastFetchedE: p.LastFetchedEpoch})
+			}
+			ot.parts = append(ot.parts, op)
+		}
+		outs = append(outs, ot)
+	}
+	if len(ins) == 0 {
+		return encodeFetchResponse(r.version, 0, 0, outs)
+	}
+	return deferred(func() any {
+		return b.runFetch(r, req, outs, ins)
+	})
+}
+
+func (b *Broker) runFetch(r *request, req *kmsg.FetchRequest, outs []fetchTopicOut, ins []fetchPartIn) any {
+	maxBytes := req.MaxBytes
+	if maxBytes <= 0 {
+		maxBytes = 52428800
+	}
+	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	w := &fetchWaiter{notify: make(chan struct{}, 1)}
+	defer w.done.Store(true)
+	for {
+		canWait := req.MaxWaitMillis > 0 && time.Now().Before(deadline)
+		total, anyErr := b.readFetch(outs, ins, maxBytes, req.IsolationLevel, w, canWait)
+		if !canWait || anyErr || total >= req.MinBytes || total > 0 && req.MinBytes <= 1 {
+			return encodeFetchResponse(r.version, 0, 0, outs)
+		}
+		timer := time.NewTimer(time.Until(deadline))
+		select {
+		case <-w.notify:
+			timer.Stop()
+		case <-timer.C:
+		case <-r.c.closed:
+			timer.Stop()
+			return nil
+		case <-b.closing:
+			timer.Stop()
+			return encodeFetchResponse(r.version, 0, 0, outs)
+		}
+	}
+}
+
+// readFetch reads every partition in order on its owner shard, one shard
+// round trip per run of consecutive partitions on the same shard. It fills
+// outs and reports the bytes gathered and whether a partition errored.
+func (b *Broker) readFetch(outs []fetchTopicOut, ins []fetchPartIn, maxBytes int32, isolation int8, w *fetchWaiter, park bool) (int32, bool) {
+	var total int32
+	anyErr := false
+	for i := 0; i < len(ins); {
+		st := b.shardFor(ins[i].topic.Partitions[ins[i].partition])
+		j := i + 1
+		for j < len(ins) && b.shardFor(ins[j].topic.Partitions[ins[j].partition]) == st {
+			j++
+		}
+		group := ins[i:j]
+		budget := maxBytes - total
+		first := total == 0
+		done := make(chan struct{})
+		st.loop.Post(func() {
+			defer close(done)
+			for _, in := range group {
+				op := &outs[in.ti].parts[in.pi]
+				part := st.parts[tpKey{in.topic.ID, in.partition}]
+				n, err := readPartition(part, in, op, budget, first, isolation)
+				if err {
+					anyErr = true
+				}
+				if n > 0 {
+					first = false
+					budget -= n
+					total += n
+				} else if park && part != nil && !err {
+					part.park(w)
+				}
+			}
+		})
+		<-done
+		i = j
+	}
+	return total, anyErr
+}
+
+// readPartition runs on the owner shard. It returns the bytes added and
+// whether the partition answered with an error.
+func readPartition(part *partition, in fetchPartIn, op *fetchPartOut, budget int32, first bool, isolation int8) (int32, bool) {
+	op.chunks, op.bytes, op.hasRecords, op.errCode = nil, 0, false, 0
+	if part == nil {
+		op.errCode = kerr.NotLeaderForPartition.Code
+		return 0, true
+	}
+	if part.offline != nil {
+		op.errCode = kerr.KafkaStorageError.Code
+		return 0, true
+	}
+	hw := part.highWatermark()
+	op.hw, op.lso, op.logStart = hw, hw, part.log.LogStartOffset()
+	if in.leaderEpoch >= 0 {
+		switch {
+		case in.leaderEpoch < part.epoch:
+			op.errCode = kerr.FencedLeaderEpoch.Code
+			return 0, true
+		case in.leaderEpoch > part.epoch:
+			op.errCode = kerr.UnknownLeaderEpoch.Code
+			return 0, true
+		}
+	}
+	limit := min(in.maxBytes, budget)
+	if limit < 0 {
+		limit = 0
+	}
+	maxOffset := hw
+	if isolation == 1 {
+		maxOffset = op.lso
+	}
+	res, err := part.log.Read(in.offset, limit, maxOffset, first)
+	if err != nil {
+		op.errCode = errCode(err)
+		if errors.Is(err, nvme.ErrOffsetOutOfRange) {
+			op.hasRecords = false
+		}
+		return 0, true
+	}
+	op.hasRecords = true
+	op.chunks, op.bytes = res.Chunks, res.Bytes
+	return res.Bytes, false
+}

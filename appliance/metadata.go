@@ -1,0 +1,134 @@
+package appliance
+
+// Metadata (key 3), v0-v12.
+//
+// One broker (ourselves, as advertised), the cluster id (v2+), the
+// controller (v1+, ourselves), and the requested topics: null means all
+// (v1+; in v0 an empty list means all). Unknown topics are created when
+// auto.create.topics.enable is on and the request allows it (v4+ flag;
+// always in v0-v3); creation is synchronous, so the answer already carries
+// the partitions. Invalid names get INVALID_TOPIC_EXCEPTION (17). v10+
+// carries topic ids and v12 may ask by id (UNKNOWN_TOPIC_ID if absent).
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiDef{key: 3, min: 0, max: 12, handle: handleMetadata})
+}
+
+func handleMetadata(b *Broker, r *request) any {
+	req := r.req.(*kmsg.MetadataRequest)
+	im := b.currentImage()
+	needsCreate := false
+	autoCreate := b.cfg.AutoCreateTopics && (r.version < 4 || req.AllowAutoTopicCreation)
+	if autoCreate && req.Topics != nil {
+		for _, t := range req.Topics {
+			if t.Topic != nil && im.Topics[*t.Topic] == nil && validTopicName(*t.Topic) == nil {
+				needsCreate = true
+			}
+		}
+	}
+	if !needsCreate {
+		return buildMetadata(b, r, req, nil)
+	}
+	return deferred(func() any {
+		created := map[string]error{}
+		for _, t := range req.Topics {
+			if t.Topic == nil || validTopicName(*t.Topic) != nil {
+				continue
+			}
+			if b.currentImage().Topics[*t.Topic] != nil {
+				continue
+			}
+			_, err := b.createTopic(TopicSpec{Name: *t.Topic, Partitions: -1, ReplicationFactor: -1}, false)
+			if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+				created[*t.Topic] = err
+			}
+		}
+		return buildMetadata(b, r, req, created)
+	})
+}
+
+func buildMetadata(b *Broker, r *request, req *kmsg.MetadataRequest, createErrs map[string]error) kmsg.Response {
+	im := b.currentImage()
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	br := kmsg.NewMetadataResponseBroker()
+	br.NodeID, br.Host, br.Port = b.cfg.NodeID, b.cfg.AdvertisedHost, b.cfg.AdvertisedPort
+	resp.Brokers = []kmsg.MetadataResponseBroker{br}
+	cid := b.cfg.ClusterID
+	resp.ClusterID = &cid
+	resp.ControllerID = b.cfg.NodeID
+
+	all := req.Topics == nil || (r.version == 0 && len(req.Topics) == 0)
+	if all {
+		for _, name := range im.SortedTopicNames() {
+			if name == metadataTopic {
+				continue
+			}
+			resp.Topics = append(resp.Topics, metadataTopicResp(b, r.version, im.Topics[name]))
+		}
+		return resp
+	}
+	for _, rt := range req.Topics {
+		var t *TopicImage
+		var name string
+		switch {
+		case rt.Topic != nil:
+			name = *rt.Topic
+			t = im.Topics[name]
+		case rt.TopicID != [16]byte{}:
+			t = im.TopicsByID[TopicID(rt.TopicID)]
+			if t == nil {
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.TopicID = rt.TopicID
+				mt.ErrorCode = kerr.UnknownTopicID.Code
+				mt.AuthorizedOperations = -2147483648
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
+		}
+		if t == nil {
+			mt := kmsg.NewMetadataResponseTopic()
+			n := name
+			mt.Topic = &n
+			mt.AuthorizedOperations = -2147483648
+			switch {
+			case validTopicName(name) != nil:
+				mt.ErrorCode = kerr.InvalidTopicException.Code
+			case createErrs[name] != nil:
+				mt.ErrorCode = errCode(createErrs[name])
+			default:
+				mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			}
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		resp.Topics = append(resp.Topics, metadataTopicResp(b, r.version, t))
+	}
+	return resp
+}
+
+func metadataTopicResp(b *Broker, version int16, t *TopicImage) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	name := t.Name
+	mt.Topic = &name
+	mt.TopicID = t.ID
+	mt.IsInternal = isInternalTopic(t.Name)
+	mt.AuthorizedOperations = -2147483648
+	for _, p := range t.Partitions {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = p.Partition
+		mp.Leader = p.Leader
+		mp.LeaderEpoch = p.LeaderEpoch
+		mp.Replicas = append([]int32(nil), p.Replicas...)
+		mp.ISR = append([]int32(nil), p.ISR...)
+		mp.OfflineReplicas = []int32{}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}

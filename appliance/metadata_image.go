@@ -1,0 +1,215 @@
+package appliance
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"sort"
+)
+
+// TopicID is a topic's 16-byte UUID (KIP-516).
+type TopicID [16]byte
+
+// String is Kafka's textual form: URL-safe base64 without padding.
+func (id TopicID) String() string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+func newTopicID() TopicID {
+	for {
+		var id TopicID
+		if _, err := rand.Read(id[:]); err != nil {
+			panic(fmt.Sprintf("cannot read random bytes: %v", err))
+		}
+		// Kafka reserves the zero UUID and the "metadata topic" UUID (1).
+		if id != (TopicID{}) && id != (TopicID{15: 1}) {
+			return id
+		}
+	}
+}
+
+// MetadataRecord is one entry of the __cluster_metadata log. Exactly one of
+// the pointer fields is set. It plays the role of KRaft's TopicRecord,
+// PartitionRecord, ConfigRecord and RemoveTopicRecord.
+type MetadataRecord struct {
+	Topic       *TopicRecord       `json:"topic,omitempty"`
+	Partition   *PartitionRecord   `json:"partition,omitempty"`
+	Config      *ConfigRecord      `json:"config,omitempty"`
+	RemoveTopic *RemoveTopicRecord `json:"removeTopic,omitempty"`
+}
+
+// TopicRecord creates a topic.
+type TopicRecord struct {
+	Name string  `json:"name"`
+	ID   TopicID `json:"id"`
+}
+
+// PartitionRecord creates or changes one partition.
+type PartitionRecord struct {
+	TopicID     TopicID `json:"topicId"`
+	Partition   int32   `json:"partition"`
+	Replicas    []int32 `json:"replicas"`
+	ISR         []int32 `json:"isr"`
+	Leader      int32   `json:"leader"`
+	LeaderEpoch int32   `json:"leaderEpoch"`
+	// Shard is the partition's owner shard on its leader, chosen by placement
+	// and kept stable across restarts.
+	Shard int `json:"shard"`
+}
+
+// ConfigRecord sets (Value != nil) or removes (Value == nil) one config of a
+// resource. ResourceType uses Kafka's codes: 2 topic, 4 broker.
+type ConfigRecord struct {
+	ResourceType int8    `json:"resourceType"`
+	Name         string  `json:"name"`
+	Key          string  `json:"key"`
+	Value        *string `json:"value"`
+}
+
+// RemoveTopicRecord deletes a topic and its partitions.
+type RemoveTopicRecord struct {
+	ID TopicID `json:"id"`
+}
+
+// PartitionImage is one partition in the metadata image.
+type PartitionImage struct {
+	Partition   int32
+	Replicas    []int32
+	ISR         []int32
+	Leader      int32
+	LeaderEpoch int32
+	Shard       int
+}
+
+// TopicImage is one topic in the metadata image. It is immutable.
+type TopicImage struct {
+	Name       string
+	ID         TopicID
+	Partitions []PartitionImage
+	Configs    map[string]string // overrides only
+}
+
+// Image is an immutable snapshot of the cluster metadata: the result of
+// applying every record up to Offset. Readers load it from an atomic pointer
+// and never lock.
+type Image struct {
+	Offset     int64 // offset of the last applied record, -1 when empty
+	Topics     map[string]*TopicImage
+	TopicsByID map[TopicID]*TopicImage
+	Brokers    map[string]map[string]string // broker config overrides by node id
+}
+
+func emptyImage() *Image {
+	return &Image{Offset: -1, Topics: map[string]*TopicImage{}, TopicsByID: map[TopicID]*TopicImage{}, Brokers: map[string]map[string]string{}}
+}
+
+// SortedTopicNames returns the image's topic names in sorted order.
+func (im *Image) SortedTopicNames() []string {
+	names := make([]string, 0, len(im.Topics))
+	for n := range im.Topics {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Apply returns a new image with recs applied; im is unchanged. Records
+// that refer to unknown topics are errors (a corrupt or out-of-order log).
+func (im *Image) Apply(offset int64, recs []MetadataRecord) (*Image, error) {
+	next := &Image{
+		Offset:     offset,
+		Topics:     make(map[string]*TopicImage, len(im.Topics)+1),
+		TopicsByID: make(map[TopicID]*TopicImage, len(im.Topics)+1),
+		Brokers:    im.Brokers,
+	}
+	for k, v := range im.Topics {
+		next.Topics[k] = v
+		next.TopicsByID[v.ID] = v
+	}
+	// Topics touched in this apply are copied once, then mutated freely.
+	copied := map[TopicID]bool{}
+	mut := func(id TopicID) (*TopicImage, error) {
+		t, ok := next.TopicsByID[id]
+		if !ok {
+			return nil, fmt.Errorf("cannot apply metadata record: unknown topic id %s", id)
+		}
+		if copied[id] {
+			return t, nil
+		}
+		c := &TopicImage{Name: t.Name, ID: t.ID, Partitions: append([]PartitionImage(nil), t.Partitions...), Configs: make(map[string]string, len(t.Configs))}
+		for k, v := range t.Configs {
+			c.Configs[k] = v
+		}
+		next.Topics[c.Name] = c
+		next.TopicsByID[c.ID] = c
+		copied[id] = true
+		return c, nil
+	}
+	for _, r := range recs {
+		switch {
+		case r.Topic != nil:
+			if _, ok := next.Topics[r.Topic.Name]; ok {
+				return nil, fmt.Errorf("cannot apply TopicRecord: topic %q exists", r.Topic.Name)
+			}
+			t := &TopicImage{Name: r.Topic.Name, ID: r.Topic.ID, Configs: map[string]string{}}
+			next.Topics[t.Name] = t
+			next.TopicsByID[t.ID] = t
+			copied[t.ID] = true
+		case r.Partition != nil:
+			t, err := mut(r.Partition.TopicID)
+			if err != nil {
+				return nil, err
+			}
+			p := PartitionImage{Partition: r.Partition.Partition, Replicas: r.Partition.Replicas, ISR: r.Partition.ISR,
+				Leader: r.Partition.Leader, LeaderEpoch: r.Partition.LeaderEpoch, Shard: r.Partition.Shard}
+			switch idx := int(p.Partition); {
+			case idx < len(t.Partitions):
+				t.Partitions[idx] = p
+			case idx == len(t.Partitions):
+				t.Partitions = append(t.Partitions, p)
+			default:
+				return nil, fmt.Errorf("cannot apply PartitionRecord: topic %q partition %d after %d partitions", t.Name, idx, len(t.Partitions))
+			}
+		case r.Config != nil:
+			switch r.Config.ResourceType {
+			case 2:
+				t, ok := next.Topics[r.Config.Name]
+				if !ok {
+					return nil, fmt.Errorf("cannot apply ConfigRecord: unknown topic %q", r.Config.Name)
+				}
+				t, _ = mut(t.ID)
+				if r.Config.Value == nil {
+					delete(t.Configs, r.Config.Key)
+				} else {
+					t.Configs[r.Config.Key] = *r.Config.Value
+				}
+			case 4:
+				b := map[string]map[string]string{}
+				for k, v := range next.Brokers {
+					b[k] = v
+				}
+				m := map[string]string{}
+				for k, v := range b[r.Config.Name] {
+					m[k] = v
+				}
+				if r.Config.Value == nil {
+					delete(m, r.Config.Key)
+				} else {
+					m[r.Config.Key] = *r.Config.Value
+				}
+				b[r.Config.Name] = m
+				next.Brokers = b
+			default:
+				return nil, fmt.Errorf("cannot apply ConfigRecord: resource type %d", r.Config.ResourceType)
+			}
+		case r.RemoveTopic != nil:
+			t, ok := next.TopicsByID[r.RemoveTopic.ID]
+			if !ok {
+				return nil, fmt.Errorf("cannot apply RemoveTopicRecord: unknown topic id %s", r.RemoveTopic.ID)
+			}
+			delete(next.Topics, t.Name)
+			delete(next.TopicsByID, t.ID)
+		default:
+			return nil, fmt.Errorf("cannot apply an empty metadata record")
+		}
+	}
+	return next, nil
+}

@@ -1,0 +1,241 @@
+package appliance
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/ringbroker/ringbroker/nvme"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// topicConfig is a topic's effective configuration, parsed.
+type topicConfig struct {
+	segmentBytes    int64
+	segmentMs       int64
+	retentionMs     int64
+	retentionBytes  int64
+	indexInterval   int32
+	maxIndexBytes   int32
+	maxMessageBytes int32
+	logAppendTime   bool
+	compact         bool
+	fileDeleteDelay int64
+	flushMessages   int64
+	flushMs         int64
+}
+
+// effectiveTopicConfigs merges the broker defaults with t's overrides.
+func (b *Broker) effectiveTopicConfigs(t *TopicImage) map[string]string {
+	out := make(map[string]string, len(b.cfg.TopicDefaults))
+	for k, v := range b.cfg.TopicDefaults {
+		out[k] = v
+	}
+	if t != nil {
+		for k, v := range t.Configs {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func (b *Broker) topicConfig(t *TopicImage) topicConfig {
+	m := b.effectiveTopicConfigs(t)
+	i64 := func(k string) int64 {
+		v, err := strconv.ParseInt(m[k], 10, 64)
+		if err != nil {
+			v, _ = strconv.ParseInt(b.cfg.TopicDefaults[k], 10, 64)
+		}
+		return v
+	}
+	return topicConfig{
+		segmentBytes:    i64("segment.bytes"),
+		segmentMs:       i64("segment.ms"),
+		retentionMs:     i64("retention.ms"),
+		retentionBytes:  i64("retention.bytes"),
+		indexInterval:   int32(i64("index.interval.bytes")),
+		maxIndexBytes:   int32(i64("segment.index.bytes")),
+		maxMessageBytes: int32(i64("max.message.bytes")),
+		logAppendTime:   m["message.timestamp.type"] == "LogAppendTime",
+		compact:         strings.Contains(m["cleanup.policy"], "compact"),
+		fileDeleteDelay: i64("file.delete.delay.ms"),
+		flushMessages:   i64("flush.messages"),
+		flushMs:         i64("flush.ms"),
+	}
+}
+
+func (c topicConfig) logOptions(logger *slog.Logger, logStart int64) nvme.Options {
+	return nvme.Options{
+		SegmentBytes:       c.segmentBytes,
+		SegmentMs:          c.segmentMs,
+		IndexIntervalBytes: c.indexInterval,
+		MaxIndexBytes:      c.maxIndexBytes,
+		RetentionMs:        c.retentionMs,
+		RetentionBytes:     c.retentionBytes,
+		FileDeleteDelay:    time.Duration(c.fileDeleteDelay) * time.Millisecond,
+		LogStartOffset:     logStart,
+		Logger:             logger,
+	}
+}
+
+// partition is one partition led by this broker. It is owned by its shard:
+// every field is touched only on that shard's loop.
+type partition struct {
+	b     *Broker
+	st    *shardState
+	topic string
+	id    TopicID
+	index int32
+	epoch int32
+	log   *nvme.Log
+	cfg   topicConfig
+
+	offline error // set after an I/O error: the partition refuses reads and writes
+
+	waiters []*fetchWaiter
+
+	unflushed int64
+	lastFlush time.Time
+}
+
+// fetchWaiter is a parked long-poll fetch; notify is buffered (1).
+type fetchWaiter struct {
+	notify chan struct{}
+	done   atomic.Bool
+}
+
+func newPartition(b *Broker, st *shardState, topic string, id TopicID, index, epoch int32, l *nvme.Log, cfg topicConfig) *partition {
+	return &partition{b: b, st: st, topic: topic, id: id, index: index, epoch: epoch, log: l, cfg: cfg, lastFlush: time.Now()}
+}
+
+// highWatermark is the log end offset: with one replica the ISR is the
+// leader alone, so every appended record is committed.
+func (p *partition) highWatermark() int64 { return p.log.LogEndOffset() }
+
+// produceResult is one partition's answer to a produce.
+type produceResult struct {
+	err            error
+	baseOffset     int64
+	logAppendTime  int64
+	logStartOffset int64
+}
+
+// append stores records and calls done once the acks policy is met: at
+// once for acks 0/1, after fdatasync for acks=-1. done may run on the
+// group-commit goroutine.
+func (p *partition) append(records []byte, acks int16, done func(produceResult)) {
+	if p.offline != nil {
+		done(produceResult{err: fmt.Errorf("%w: %v", kerr.KafkaStorageError, p.offline), baseOffset: -1, logAppendTime: -1, logStartOffset: -1})
+		return
+	}
+	info, err := p.log.Append(records, nvme.AppendOptions{
+		LogAppendTime:   p.cfg.logAppendTime,
+		MaxMessageBytes: p.cfg.maxMessageBytes,
+		LeaderEpoch:     p.epoch,
+		RequireKeys:     p.cfg.compact,
+	})
+	if err != nil {
+		if !isValidationErr(err) {
+			p.goOffline(err)
+		}
+		done(produceResult{err: err, baseOffset: -1, logAppendTime: -1, logStartOffset: -1})
+		return
+	}
+	res := produceResult{baseOffset: info.FirstOffset, logAppendTime: info.LogAppendTime, logStartOffset: p.log.LogStartOffset()}
+	p.wakeWaiters()
+	p.unflushed += int64(info.NumRecords)
+	needFlush := p.unflushed >= p.cfg.flushMessages ||
+		(p.cfg.flushMs < int64(time.Duration(math.MaxInt64)/time.Millisecond) && time.Since(p.lastFlush) >= time.Duration(p.cfg.flushMs)*time.Millisecond)
+	if acks != -1 && !needFlush {
+		done(res)
+		return
+	}
+	p.unflushed = 0
+	p.lastFlush = time.Now()
+	f, _ := p.log.SyncTarget()
+	p.st.committer.Sync(f, func(err error) {
+		if err != nil {
+			p.st.loop.Post(func() { p.goOffline(err) })
+			if acks == -1 {
+				done(produceResult{err: fmt.Errorf("%w: fdatasync: %v", kerr.KafkaStorageError, err), baseOffset: -1, logAppendTime: -1, logStartOffset: -1})
+			}
+			return
+		}
+		if acks == -1 {
+			done(res)
+		}
+	})
+	if acks != -1 {
+		done(res)
+	}
+}
+
+func isValidationErr(err error) bool {
+	return errors.Is(err, nvme.ErrCorruptMessage) || errors.Is(err, nvme.ErrMessageTooLarge) ||
+		errors.Is(err, nvme.ErrUnsupportedMagic) || errors.Is(err, nvme.ErrInvalidRecord)
+}
+
+// goOffline takes the partition offline after an I/O error, as Kafka takes
+// a failed log directory offline: nothing that may not be on disk is served.
+func (p *partition) goOffline(err error) {
+	if p.offline != nil {
+		return
+	}
+	p.offline = err
+	p.b.log.Error("partition offline after I/O error", "topic", p.topic, "partition", p.index, "err", err)
+	p.wakeWaiters()
+}
+
+func (p *partition) wakeWaiters() {
+	for _, w := range p.waiters {
+		select {
+		case w.notify <- struct{}{}:
+		default:
+		}
+	}
+	p.waiters = p.waiters[:0]
+}
+
+// park registers w to be woken by the next append, dropping finished waiters.
+func (p *partition) park(w *fetchWaiter) {
+	live := p.waiters[:0]
+	for _, x := range p.waiters {
+		if !x.done.Load() {
+			live = append(live, x)
+		}
+	}
+	p.waiters = append(live, w)
+}
+
+// housekeep rolls by time and, when asked, applies retention.
+func (p *partition) housekeep(retention bool) {
+	if p.offline != nil {
+		return
+	}
+	if err := p.log.MaybeRoll(); err != nil {
+		p.goOffline(err)
+		return
+	}
+	if retention {
+		if n, err := p.log.ApplyRetention(); err != nil {
+			p.b.log.Warn("retention failed", "topic", p.topic, "partition", p.index, "err", err)
+		} else if n > 0 {
+			p.b.log.Info("retention deleted segments", "topic", p.topic, "partition", p.index, "segments", n, "log_start_offset", p.log.LogStartOffset())
+		}
+	}
+}
+
+func (p *partition) close() error {
+	p.wakeWaiters()
+	if p.log == nil {
+		return nil
+	}
+	err := p.log.Close()
+	p.log = nil
+	return err
+}

@@ -1,0 +1,8 @@
+// Package cluster will own the controller quorum (go.etcd.io/raft/v3 over
+// the __cluster_metadata log), broker registration and fencing, replica
+// fetchers, ISR tracking and leader-epoch truncation. It imports nvme,
+// ioring and numa, never appliance or tiering: it declares the small
+// interfaces it needs (a partition log, a metadata sink) and appliance
+// satisfies them. Today a node is a one-voter quorum whose metadata log is
+// appended locally by appliance.
+package cluster

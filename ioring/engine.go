@@ -1,0 +1,148 @@
+package ioring
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// ConnHandler serves one accepted connection for its home shard. ServeConn
+// owns c and must close it before returning.
+type ConnHandler interface {
+	ServeConn(shard int, c net.Conn)
+}
+
+// Engine accepts connections for every shard and hands each to the handler
+// together with the index of the shard that owns it.
+type Engine interface {
+	// Name is the io.engine value: "netpoll" or "uring".
+	Name() string
+	// Addr is the bound listener address (useful when the port was 0).
+	Addr() net.Addr
+	// Serve runs until Close; it returns nil after Close.
+	Serve(h ConnHandler) error
+	// Close stops accepting and closes the listeners; connections are closed by the handler.
+	Close() error
+}
+
+// NetpollOptions configures the netpoll engine.
+type NetpollOptions struct {
+	Addr   string // host:port
+	Shards int    // one SO_REUSEPORT listener per shard
+	Logger *slog.Logger
+}
+
+// netpoll is the Go-runtime-poller engine: one SO_REUSEPORT listener per
+// shard, so the kernel spreads connections across shards; each connection is
+// served by its own goroutine.
+type netpoll struct {
+	lns    []net.Listener
+	log    *slog.Logger
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// NewNetpoll binds the listeners. With port 0 the first listener picks the
+// port and the others reuse it.
+func NewNetpoll(o NetpollOptions) (Engine, error) {
+	if o.Shards <= 0 {
+		o.Shards = 1
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	lc := net.ListenConfig{Control: func(network, address string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
+	e := &netpoll{log: o.Logger}
+	addr := o.Addr
+	for i := 0; i < o.Shards; i++ {
+		ln, err := lc.Listen(context.Background(), "tcp", addr)
+		if err != nil {
+			for _, l := range e.lns {
+				l.Close()
+			}
+			return nil, fmt.Errorf("cannot listen on %q for shard %d: %w", addr, i, err)
+		}
+		if i == 0 {
+			addr = ln.Addr().String()
+		}
+		e.lns = append(e.lns, ln)
+	}
+	return e, nil
+}
+
+func (e *netpoll) Name() string   { return "netpoll" }
+func (e *netpoll) Addr() net.Addr { return e.lns[0].Addr() }
+
+func (e *netpoll) Serve(h ConnHandler) error {
+	errs := make(chan error, len(e.lns))
+	for i, ln := range e.lns {
+		e.wg.Add(1)
+		go func(shard int, ln net.Listener) {
+			defer e.wg.Done()
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					e.mu.Lock()
+					closed := e.closed
+					e.mu.Unlock()
+					if closed || errors.Is(err, net.ErrClosed) {
+						errs <- nil
+						return
+					}
+					var ne net.Error
+					if errors.As(err, &ne) && ne.Timeout() {
+						continue
+					}
+					if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+						e.log.Warn("accept failed, file descriptors exhausted", "shard", shard, "err", err)
+						continue
+					}
+					errs <- fmt.Errorf("cannot accept on shard %d: %w", shard, err)
+					return
+				}
+				if tc, ok := c.(*net.TCPConn); ok {
+					_ = tc.SetNoDelay(true)
+				}
+				go h.ServeConn(shard, c)
+			}
+		}(i, ln)
+	}
+	var first error
+	for range e.lns {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+			e.Close()
+		}
+	}
+	e.wg.Wait()
+	return first
+}
+
+func (e *netpoll) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	e.mu.Unlock()
+	for _, l := range e.lns {
+		l.Close()
+	}
+	return nil
+}

@@ -1,0 +1,119 @@
+package nvme
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"time"
+)
+
+// This file fixes the API that the appliance package programs against.
+// Implementations live in the other files of the package.
+
+// Sentinel errors. The appliance maps them to Kafka error codes once, at the
+// protocol boundary (see appliance/errors.go).
+var (
+	// ErrCorruptMessage: a batch failed validation (CRC32C mismatch, bad
+	// magic, batchLength inconsistent with the bytes, record count mismatch).
+	// Kafka: CORRUPT_MESSAGE (2).
+	ErrCorruptMessage = errors.New("corrupt record batch")
+	// ErrMessageTooLarge: one batch is larger than max.message.bytes.
+	// Kafka: MESSAGE_TOO_LARGE (10).
+	ErrMessageTooLarge = errors.New("record batch larger than max.message.bytes")
+	// ErrUnsupportedMagic: a batch whose magic is not 2. Kafka:
+	// UNSUPPORTED_FOR_MESSAGE_FORMAT (43).
+	ErrUnsupportedMagic = errors.New("record batch magic is not 2")
+	// ErrInvalidRecord: a record fails a per-record rule (for example a
+	// keyless record on a compacted topic). Kafka: INVALID_RECORD (87).
+	ErrInvalidRecord = errors.New("invalid record")
+	// ErrOffsetOutOfRange: a read outside [log start offset, log end offset].
+	// Kafka: OFFSET_OUT_OF_RANGE (1).
+	ErrOffsetOutOfRange = errors.New("offset out of range")
+	// ErrLogClosed: the log was closed or went offline after an I/O error.
+	// Kafka: KAFKA_STORAGE_ERROR (56).
+	ErrLogClosed = errors.New("log is closed or offline")
+)
+
+// Options configures one partition log. Zero values take Kafka's defaults
+// (see (*Options).withDefaults); names in brackets are the Kafka properties.
+type Options struct {
+	SegmentBytes       int64            // [segment.bytes / log.segment.bytes] default 1 GiB
+	SegmentMs          int64            // [segment.ms / log.roll.ms] default 7 days; <= 0 after defaults means never
+	IndexIntervalBytes int32            // [index.interval.bytes] default 4096
+	MaxIndexBytes      int32            // [segment.index.bytes] default 10 MiB; a segment rolls when its index is full
+	RetentionMs        int64            // [retention.ms] default 7 days; -1 keeps forever
+	RetentionBytes     int64            // [retention.bytes] default -1 (no size limit)
+	FileDeleteDelay    time.Duration    // [file.delete.delay.ms] default 60 s: deleted segments keep their fds open this long
+	LogStartOffset     int64            // restored from the log-start-offset checkpoint; 0 if unknown
+	Logger             *slog.Logger     // nil means slog.Default()
+	Now                func() time.Time // nil means time.Now (tests inject a clock)
+}
+
+// AppendOptions are the per-append knobs the owner shard passes with each produce.
+type AppendOptions struct {
+	LogAppendTime   bool  // [message.timestamp.type=LogAppendTime]: rewrite maxTimestamp and the timestamp-type bit, recompute CRC
+	MaxMessageBytes int32 // [max.message.bytes] default 1048588; a larger batch gets ErrMessageTooLarge
+	LeaderEpoch     int32 // written into each batch's partitionLeaderEpoch field
+	RequireKeys     bool  // compacted topics: a record without a key gets ErrInvalidRecord
+}
+
+// AppendInfo describes what Append stored.
+type AppendInfo struct {
+	FirstOffset   int64 // offset given to the first record (the first batch's new baseOffset)
+	LastOffset    int64 // offset of the last record
+	LogAppendTime int64 // ms; -1 when the topic uses CreateTime
+	NumRecords    int
+	Bytes         int // bytes written to the segment
+}
+
+// Chunk is a byte range of a segment file that a fetch response sends as it is
+// (sendfile / splice / pread). File stays open at least Options.FileDeleteDelay
+// after the segment is deleted, so a response in flight can finish.
+type Chunk struct {
+	File *os.File
+	Pos  int64
+	Len  int32
+}
+
+// ReadResult is the outcome of Read: whole batches, in offset order.
+type ReadResult struct {
+	Chunks []Chunk
+	Bytes  int32 // sum of the chunks' lengths
+}
+
+// SegmentInfo describes one segment, for DescribeLogDirs and tooling.
+type SegmentInfo struct {
+	BaseOffset int64
+	Size       int64
+	Path       string
+}
+
+// Log is one partition's log: a directory of segments in Kafka's layout.
+// A Log is owned by one shard goroutine: none of its methods may be called
+// concurrently, except Sync, which the group-commit goroutine calls.
+//
+//	func Open(dir string, opts Options) (*Log, error)
+//	func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error)
+//	func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (ReadResult, error)
+//	func (l *Log) LogStartOffset() int64
+//	func (l *Log) LogEndOffset() int64
+//	func (l *Log) Size() int64
+//	func (l *Log) Segments() []SegmentInfo
+//	func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, ok bool)
+//	func (l *Log) MaxTimestamp() (timestamp int64, offset int64)
+//	func (l *Log) SetLogStartOffset(offset int64) error
+//	func (l *Log) ApplyRetention() (deletedSegments int, err error)
+//	func (l *Log) MaybeRoll() error
+//	func (l *Log) SyncTarget() (f *os.File, endOffset int64)
+//	func (l *Log) Close() error
+//	func (l *Log) Delete() error
+//	func (l *Log) LeaderEpochs() []EpochEntry
+//	func (l *Log) AssignEpoch(epoch int32, startOffset int64) error
+//	func (l *Log) EndOffsetForEpoch(epoch int32) (foundEpoch int32, endOffset int64)
+
+// EpochEntry is one line of the leader-epoch cache: a leader epoch and the
+// first offset written in it.
+type EpochEntry struct {
+	Epoch       int32
+	StartOffset int64
+}

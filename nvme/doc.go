@@ -1,0 +1,27 @@
+// Package nvme owns partition logs on disk in Apache Kafka's layout: segment
+// files of record batches v2, sparse offset and time indexes, the leader-epoch
+// checkpoint and partition.metadata, plus recovery after an unclean stop,
+// rolling, retention and group commit.
+//
+// It imports only ioring (for ring-submitted I/O), numa and the standard
+// library; it must not import appliance, cluster or tiering.
+//
+// Ownership: a Log belongs to exactly one shard goroutine. Sync targets are
+// handed to the shard's group-commit goroutine, which only calls fdatasync.
+//
+// On-disk layout of a partition directory <topic>-<partition>/:
+//
+//	00000000000000000000.log        record batches v2, concatenated, as Kafka stores them
+//	00000000000000000000.index      8-byte entries: relative offset (int32), position (int32), big-endian
+//	00000000000000000000.timeindex  12-byte entries: timestamp (int64), relative offset (int32)
+//	leader-epoch-checkpoint         text: version, count, "epoch startOffset" lines
+//	partition.metadata              text: "version: 0" and "topic_id: <base64 uuid>"
+//
+// Record batch v2 header (61 bytes, big-endian):
+//
+//	0  baseOffset int64        8  batchLength int32     12 partitionLeaderEpoch int32
+//	16 magic int8 (=2)         17 crc uint32 (CRC32C of bytes 21..end)
+//	21 attributes int16        23 lastOffsetDelta int32 27 baseTimestamp int64
+//	35 maxTimestamp int64      43 producerId int64      51 producerEpoch int16
+//	53 baseSequence int32      57 recordCount int32     61 records...
+package nvme

@@ -1,0 +1,395 @@
+package nvme
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"sort"
+)
+
+// Log is one partition's log: a directory of segments in Kafka's layout (see
+// doc.go and the method list in api.go). It is owned by one shard goroutine;
+// its methods must not be called concurrently. The file returned by
+// SyncTarget may be fdatasynced from another goroutine.
+type Log struct {
+	dir    string
+	opts   Options
+	logger *slog.Logger
+	open   opener
+	// segs are ascending by base offset; the last one is active.
+	segs []*segment
+	// startOffset is the log start offset: reads below it are out of range.
+	startOffset int64
+	epochs      []EpochEntry
+	closed      bool
+	// failure is the first I/O error; afterwards calls return ErrLogClosed.
+	failure error
+	dec     decompressor
+	hdr     [BatchHeaderSize]byte // scratch for batch headers
+	scratch []byte                // scratch for index entries
+}
+
+// Open opens or creates the partition log in dir (created if missing) and
+// recovers it: leftover .deleted/.cleaned/.swap files are removed, closed
+// segments' indexes are loaded (rebuilt when missing or inconsistent), and
+// the last segment is scanned from the start, checking every batch's framing
+// and CRC32C; it is truncated at the first bad batch and its indexes are
+// rebuilt. opts.LogStartOffset is clamped to [first segment base, log end
+// offset]. Leader epochs come from leader-epoch-checkpoint.
+func Open(dir string, opts Options) (*Log, error) {
+	return openLog(dir, opts, openOSFile)
+}
+
+func openLog(dir string, opts Options, open opener) (*Log, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	o := opts.withDefaults()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cannot create partition directory %q: %w", dir, err)
+	}
+	l := &Log{dir: dir, opts: o, logger: o.Logger.With("dir", dir), open: open}
+	bases, err := l.listDir()
+	if err != nil {
+		return nil, err
+	}
+	for i, base := range bases {
+		var s *segment
+		if i < len(bases)-1 {
+			s, err = l.loadClosedSegment(base)
+		} else {
+			s, err = l.recoverActiveSegment(base, false)
+		}
+		if err != nil {
+			l.closeSegments()
+			return nil, err
+		}
+		l.segs = append(l.segs, s)
+	}
+	if len(l.segs) == 0 {
+		s, err := l.recoverActiveSegment(o.LogStartOffset, true)
+		if err != nil {
+			return nil, err
+		}
+		l.segs = append(l.segs, s)
+	}
+	l.startOffset = min(max(o.LogStartOffset, l.segs[0].base), l.LogEndOffset())
+	if err := l.loadEpochs(); err != nil {
+		l.closeSegments()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
+
+// usable returns ErrLogClosed after Close or an I/O failure.
+func (l *Log) usable() error {
+	if l.closed {
+		return ErrLogClosed
+	}
+	if l.failure != nil {
+		return fmt.Errorf("%w: %w", ErrLogClosed, l.failure)
+	}
+	return nil
+}
+
+// fail takes the log offline after an I/O error and returns the error to
+// report, which wraps ErrLogClosed and err.
+func (l *Log) fail(err error) error {
+	if l.failure == nil {
+		l.failure = err
+		l.logger.Error("partition log offline after I/O error", "err", err)
+	}
+	return fmt.Errorf("%w: %w", ErrLogClosed, err)
+}
+
+// Append validates records (one or more record batches v2, see
+// ValidateBatches), assigns them the next offsets and writes them to the
+// active segment, rolling first when segment.bytes, segment.ms, a full index
+// or the int32 relative-offset range asks for it. The batches are rewritten
+// in place in records: baseOffset, partitionLeaderEpoch = o.LeaderEpoch and,
+// with o.LogAppendTime, maxTimestamp = now (ms), the timestamp-type bit and
+// the CRC. It is all or nothing: a validation error writes and rewrites
+// nothing. Errors: those of ValidateBatches, and ErrLogClosed (wrapping the
+// cause) when the log is closed or an I/O error took it offline.
+func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
+	if err := l.usable(); err != nil {
+		return AppendInfo{}, err
+	}
+	if len(records) > maxSegmentBytes {
+		return AppendInfo{}, fmt.Errorf("%w: %d bytes in one append, limit %d", ErrMessageTooLarge, len(records), maxSegmentBytes)
+	}
+	nb, nr, err := validateBatches(records, o, &l.dec)
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	nowMs := l.opts.Now().UnixMilli()
+	if l.shouldRoll(int64(len(records)), nb, int64(nr), nowMs) {
+		if err := l.roll(nowMs); err != nil {
+			return AppendInfo{}, err
+		}
+	}
+	s := l.active()
+	info := AppendInfo{FirstOffset: s.next, NumRecords: nr, Bytes: len(records), LogAppendTime: -1}
+	if o.LogAppendTime {
+		info.LogAppendTime = nowMs
+	}
+	be := binary.BigEndian
+	next := s.next
+	for pos := 0; pos < len(records); {
+		b := records[pos:]
+		size := batchLengthBase + int(int32(be.Uint32(b[offBatchLength:])))
+		be.PutUint64(b[offBaseOffset:], uint64(next))
+		be.PutUint32(b[offLeaderEpoch:], uint32(o.LeaderEpoch))
+		if o.LogAppendTime {
+			be.PutUint16(b[offAttributes:], be.Uint16(b[offAttributes:])|AttrLogAppendTime)
+			be.PutUint64(b[offMaxTimestamp:], uint64(nowMs))
+			be.PutUint32(b[offCRC:], batchCRC(b[:size]))
+		}
+		next += int64(int32(be.Uint32(b[offLastOffsetDelta:]))) + 1
+		pos += size
+	}
+	start := s.size
+	if _, err := s.log.WriteAt(records, start); err != nil {
+		_ = s.log.Truncate(start) // best effort: drop a partial write
+		return AppendInfo{}, l.fail(fmt.Errorf("cannot write %d bytes to segment %q at %d: %w", len(records), s.path(logSuffix), start, err))
+	}
+	maxIdx, maxTime := indexLimits(l.opts.MaxIndexBytes)
+	interval := int64(l.opts.IndexIntervalBytes)
+	for pos := 0; pos < len(records); {
+		b := records[pos:]
+		size := batchLengthBase + int64(int32(be.Uint32(b[offBatchLength:])))
+		last := int64(be.Uint64(b[offBaseOffset:])) + int64(int32(be.Uint32(b[offLastOffsetDelta:])))
+		s.track(start+int64(pos), size, last, int64(be.Uint64(b[offMaxTimestamp:])), interval, maxIdx, maxTime)
+		pos += int(size)
+	}
+	l.scratch, err = s.flushIndexes(l.scratch)
+	if err != nil {
+		return AppendInfo{}, l.fail(err)
+	}
+	info.LastOffset = s.next - 1
+	return info, nil
+}
+
+// shouldRoll reports whether an append of n bytes in nb batches and nr
+// offsets must go to a new segment. An empty segment never rolls.
+func (l *Log) shouldRoll(n int64, nb int, nr int64, nowMs int64) bool {
+	s := l.active()
+	if s.size == 0 {
+		return false
+	}
+	maxIdx, maxTime := indexLimits(l.opts.MaxIndexBytes)
+	return s.size+n > l.opts.SegmentBytes ||
+		s.size+n > maxSegmentBytes ||
+		(l.opts.SegmentMs > 0 && nowMs-s.rollBaseMs > l.opts.SegmentMs) ||
+		len(s.offIdx)+nb > maxIdx || len(s.timeIdx)+nb > maxTime ||
+		s.next+nr-1-s.base > math.MaxInt32
+}
+
+// MaybeRoll rolls the active segment when it is older than segment.ms
+// (counted from its first batch's maxTimestamp, else its creation, as Kafka
+// does) and not empty. The shard calls it periodically. Errors: ErrLogClosed.
+func (l *Log) MaybeRoll() error {
+	if err := l.usable(); err != nil {
+		return err
+	}
+	nowMs := l.opts.Now().UnixMilli()
+	s := l.active()
+	if s.size == 0 || l.opts.SegmentMs <= 0 || nowMs-s.rollBaseMs <= l.opts.SegmentMs {
+		return nil
+	}
+	return l.roll(nowMs)
+}
+
+// Roll closes the active segment and starts a new one at the log end offset,
+// unless the active segment is empty. Errors: ErrLogClosed.
+func (l *Log) Roll() error {
+	if err := l.usable(); err != nil {
+		return err
+	}
+	if l.active().size == 0 {
+		return nil
+	}
+	return l.roll(l.opts.Now().UnixMilli())
+}
+
+// roll finishes the active segment (final time entry, trimmed and
+// fdatasynced indexes and .log) and creates the next one.
+func (l *Log) roll(nowMs int64) error {
+	old := l.active()
+	maxTime := int(l.opts.MaxIndexBytes) / timeEntrySize
+	var err error
+	if l.scratch, err = old.deactivate(maxTime, l.scratch, true); err != nil {
+		return l.fail(err)
+	}
+	s := newSegmentState(l.dir, old.next, nowMs)
+	size, err := l.openSegmentLog(s, true)
+	if err != nil {
+		return l.fail(err)
+	}
+	if size != 0 {
+		s.closeFiles()
+		return l.fail(fmt.Errorf("cannot roll: segment %q already exists with %d bytes", s.path(logSuffix), size))
+	}
+	if err := s.rewriteIndexFiles(l.open, true); err != nil {
+		s.closeFiles()
+		return l.fail(err)
+	}
+	l.segs = append(l.segs, s)
+	if err := syncDir(l.dir); err != nil {
+		return l.fail(err)
+	}
+	l.logger.Debug("rolled segment", "baseOffset", s.base, "previousBytes", old.size)
+	return nil
+}
+
+// Read returns whole batches starting with the one that holds offset (a fetch
+// offset inside a batch returns that whole batch), as ranges of segment
+// files, possibly spanning segments. It stops before the total would exceed
+// maxBytes, except that with minOneBatch the first batch is returned whole
+// whatever its size (KIP-74), and it never includes a batch whose baseOffset
+// is >= maxOffset (the high watermark or last stable offset). offset equal to
+// the log end offset gives an empty result. Errors: ErrOffsetOutOfRange when
+// offset is below the log start offset or above the log end offset;
+// ErrLogClosed; ErrCorruptMessage (wrapped) when a stored batch header is
+// inconsistent with its segment.
+func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (ReadResult, error) {
+	var res ReadResult
+	if err := l.usable(); err != nil {
+		return res, err
+	}
+	leo := l.LogEndOffset()
+	if offset < l.startOffset || offset > leo {
+		return res, fmt.Errorf("%w: offset %d, log has [%d, %d]", ErrOffsetOutOfRange, offset, l.startOffset, leo)
+	}
+	if offset == leo || offset >= maxOffset {
+		return res, nil
+	}
+	first := true
+	for i := l.segmentIndex(offset); i < len(l.segs); i++ {
+		s := l.segs[i]
+		pos, err := s.findBatch(offset, l.hdr[:])
+		if err != nil {
+			return ReadResult{}, err
+		}
+		start := pos
+		done := false
+		for pos < s.size {
+			r, err := s.readBatchRef(pos, l.hdr[:])
+			if err != nil {
+				return ReadResult{}, err
+			}
+			if r.baseOffset >= maxOffset ||
+				(int64(res.Bytes)+(pos-start)+r.size > int64(maxBytes) && !(first && minOneBatch)) {
+				done = true
+				break
+			}
+			first = false
+			pos += r.size
+		}
+		if pos > start {
+			res.Chunks = append(res.Chunks, Chunk{File: s.log.OSFile(), Pos: start, Len: int32(pos - start)})
+			res.Bytes += int32(pos - start)
+		}
+		if done {
+			break
+		}
+	}
+	return res, nil
+}
+
+// segmentIndex returns the index of the segment that may hold offset: the
+// last one whose base is <= offset (0 if none).
+func (l *Log) segmentIndex(offset int64) int {
+	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset })
+	return max(i-1, 0)
+}
+
+// LogStartOffset is the first offset a Read may ask for.
+func (l *Log) LogStartOffset() int64 { return l.startOffset }
+
+// LogEndOffset is the offset the next appended record gets.
+func (l *Log) LogEndOffset() int64 { return l.active().next }
+
+// Size is the total size in bytes of the log's segments.
+func (l *Log) Size() int64 {
+	var n int64
+	for _, s := range l.segs {
+		n += s.size
+	}
+	return n
+}
+
+// Segments describes the live segments, oldest first.
+func (l *Log) Segments() []SegmentInfo {
+	out := make([]SegmentInfo, len(l.segs))
+	for i, s := range l.segs {
+		out[i] = SegmentInfo{BaseOffset: s.base, Size: s.size, Path: s.path(logSuffix)}
+	}
+	return out
+}
+
+// Dir is the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// SyncTarget returns the active segment's file and the log end offset that
+// an fdatasync of it makes durable (earlier segments were synced when they
+// rolled). The group-commit goroutine syncs the file while the owner shard
+// keeps appending. After Close it returns (nil, -1).
+func (l *Log) SyncTarget() (f *os.File, endOffset int64) {
+	if l.closed {
+		return nil, -1
+	}
+	s := l.active()
+	return s.log.OSFile(), s.next
+}
+
+// Close writes the final time-index entry, trims and fdatasyncs the active
+// segment's files and closes every file. Segments already retired stay open
+// until their FileDeleteDelay ends. Later calls return ErrLogClosed; a
+// second Close returns nil.
+func (l *Log) Close() error {
+	if l.closed {
+		return nil
+	}
+	var errs []error
+	if l.failure == nil {
+		var err error
+		maxTime := int(l.opts.MaxIndexBytes) / timeEntrySize
+		if l.scratch, err = l.active().deactivate(maxTime, l.scratch, true); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := l.closeSegments(); err != nil {
+		errs = append(errs, err)
+	}
+	l.dec.close()
+	l.closed = true
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("cannot close log %q: %w", l.dir, err)
+	}
+	return nil
+}
+
+func (l *Log) closeSegments() error {
+	var errs []error
+	for _, s := range l.segs {
+		if err := s.closeFiles(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Delete closes the log and removes its directory.
+func (l *Log) Delete() error {
+	cerr := l.Close()
+	if err := os.RemoveAll(l.dir); err != nil {
+		return fmt.Errorf("cannot remove partition directory %q: %w", l.dir, err)
+	}
+	return cerr
+}

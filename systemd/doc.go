@@ -1,0 +1,3 @@
+// Package systemd holds the appliance's systemd unit, tuning script and
+// install target (no Go code yet beyond this doc).
+package systemd

@@ -1,0 +1,112 @@
+// Command ringbroker is the broker daemon.
+//
+//	ringbroker config/server.properties [--override key=value ...]
+//
+// As Kafka's kafka-server-start.sh, it takes a server.properties file and any
+// property as --override key=value; ringbroker's own knobs (io.engine,
+// log.io.mode, shards) are properties too. SIGTERM or SIGINT shut it down
+// cleanly.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/ringbroker/ringbroker/appliance"
+)
+
+type overrides []string
+
+func (o *overrides) String() string { return strings.Join(*o, ",") }
+func (o *overrides) Set(v string) error {
+	if !strings.Contains(v, "=") {
+		return fmt.Errorf("override %q is not key=value", v)
+	}
+	*o = append(*o, v)
+	return nil
+}
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "ringbroker:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("ringbroker", flag.ContinueOnError)
+	var ovs overrides
+	fs.Var(&ovs, "override", "set a property, key=value (repeatable)")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: ringbroker <server.properties> [--override key=value ...]")
+		fs.PrintDefaults()
+	}
+	// Accept the properties file before or after the flags, as Kafka's script does.
+	var file string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		file, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if file == "" && fs.NArg() > 0 {
+		file = fs.Arg(0)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("cannot parse -log-level: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	props := map[string]string{}
+	if file != "" {
+		f, err := os.Open(file)
+		if err != nil {
+			return fmt.Errorf("cannot open config: %w", err)
+		}
+		props, err = appliance.ParseProperties(f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	for _, o := range ovs {
+		k, v, _ := strings.Cut(o, "=")
+		props[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	cfg, err := appliance.ConfigFromProperties(props)
+	if err != nil {
+		return err
+	}
+	b, err := appliance.New(cfg, logger)
+	if err != nil {
+		return err
+	}
+	if err := b.Start(); err != nil {
+		return err
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	select {
+	case s := <-sigs:
+		logger.Info("shutting down", "signal", s.String())
+	case err := <-b.ServeErr():
+		if err != nil {
+			logger.Error("network engine failed", "err", err)
+			_ = b.Close()
+			return err
+		}
+	}
+	signal.Stop(sigs)
+	return b.Close()
+}
