@@ -16,11 +16,11 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // control (0x20) and transactional (0x10) bits.
 func appendBatch(dst []byte, ts int64, attrs int16, producerID int64, producerEpoch int16, baseSeq int32, recs []kmsg.Record) []byte {
 	start := len(dst)
-	dst = binary.BigEndian.AppendUint64(dst, 0)            // baseOffset
-	dst = binary.BigEndian.AppendUint32(dst, 0)            // batchLength, patched below
-	dst = binary.BigEndian.AppendUint32(dst, 0)            // partitionLeaderEpoch
-	dst = append(dst, 2)                                   // magic
-	dst = binary.BigEndian.AppendUint32(dst, 0)            // crc, patched below
+	dst = binary.BigEndian.AppendUint64(dst, 0)             // baseOffset
+	dst = binary.BigEndian.AppendUint32(dst, 0)             // batchLength, patched below
+	dst = binary.BigEndian.AppendUint32(dst, 0)             // partitionLeaderEpoch
+	dst = append(dst, 2)                                    // magic
+	dst = binary.BigEndian.AppendUint32(dst, 0)             // crc, patched below
 	dst = binary.BigEndian.AppendUint16(dst, uint16(attrs)) // attributes
 	dst = binary.BigEndian.AppendUint32(dst, uint32(len(recs)-1))
 	dst = binary.BigEndian.AppendUint64(dst, uint64(ts))
