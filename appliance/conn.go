@@ -151,71 +151,30 @@ func (c *conn) reader() error {
 // dispatch decodes one frame and queues its slot. It returns false when the
 // connection must close.
 func (c *conn) dispatch(frame []byte) bool {
-	key := int16(binary.BigEndian.Uint16(frame[0:]))
-	version := int16(binary.BigEndian.Uint16(frame[2:]))
-	corrID := int32(binary.BigEndian.Uint32(frame[4:]))
-	s := &slot{done: make(chan struct{}), corrID: corrID, key: key, version: version}
-	fail := func(format string, args ...any) bool {
+	pr, err := parseFrame(frame)
+	s := &slot{done: make(chan struct{}), corrID: pr.corrID, key: pr.key, version: pr.version}
+	if err != nil {
 		s.closeNow = true
-		c.b.log.Warn("closing connection on bad request", "remote", c.remote, "api_key", key, "api_version", version,
-			"correlation_id", corrID, "reason", fmt.Sprintf(format, args...))
+		c.b.log.Warn("closing connection on bad request", "remote", c.remote, "api_key", pr.key, "api_version", pr.version,
+			"correlation_id", pr.corrID, "reason", err.Error())
 		close(s.done)
 		c.enqueue(s)
 		return false
 	}
-	api, ok := apis[key]
-	if !ok {
-		return fail("unknown API key %d", key)
-	}
-	// The client id is a nullable int16 string in every header version >= 1.
-	rest := frame[8:]
-	if len(rest) < 2 {
-		return fail("request header truncated")
-	}
-	cidLen := int(int16(binary.BigEndian.Uint16(rest)))
-	rest = rest[2:]
-	clientID := ""
-	if cidLen > 0 {
-		if cidLen > len(rest) {
-			return fail("client id length %d beyond the frame", cidLen)
-		}
-		clientID = string(rest[:cidLen])
-		rest = rest[cidLen:]
-	}
-	req := kmsg.RequestForKey(key)
-	if req == nil {
-		return fail("no codec for API key %d", key)
-	}
-	if version < api.min || version > api.max {
-		if api.unsupported != nil {
-			// ApiVersions answers in v0; Produce v0-v2 answers per partition.
-			req.SetVersion(min(version, req.MaxVersion()))
-			if version <= req.MaxVersion() {
-				_ = req.ReadFrom(skipHeaderTags(req, rest))
-			}
-			s.resp = api.unsupported(&request{c: c, key: key, version: version, corrID: corrID, clientID: clientID, req: req})
-			close(s.done)
-			c.enqueue(s)
-			return true
-		}
-		return fail("unsupported version %d (supported %d-%d)", version, api.min, api.max)
-	}
-	req.SetVersion(version)
-	body := skipHeaderTags(req, rest)
-	if body == nil {
-		return fail("cannot read request header tagged fields")
-	}
-	if err := req.ReadFrom(body); err != nil {
-		return fail("cannot decode request body: %v", err)
-	}
-	r := &request{c: c, key: key, version: version, corrID: corrID, clientID: clientID, req: req}
+	r := &request{c: c, key: pr.key, version: pr.version, corrID: pr.corrID, clientID: pr.clientID, req: pr.req}
 	if !c.enqueue(s) {
 		return false
 	}
-	out := c.runHandler(api, r)
+	if pr.unsupported {
+		// ApiVersions answers in v0; Produce v0-v2 answers per partition.
+		s.resp = pr.api.unsupported(r)
+		close(s.done)
+		return true
+	}
+	out := c.runHandler(pr.api, r)
 	if d, ok := out.(deferred); ok {
 		go func() {
-			s.resp = c.finish(d())
+			s.resp = c.finish(c.runDeferred(r, d))
 			close(s.done)
 		}()
 		return true
@@ -223,6 +182,82 @@ func (c *conn) dispatch(frame []byte) bool {
 	s.resp = c.finish(out)
 	close(s.done)
 	return true
+}
+
+// parsedFrame is a decoded request frame.
+type parsedFrame struct {
+	key, version int16
+	corrID       int32
+	clientID     string
+	req          kmsg.Request
+	api          apiDef
+	unsupported  bool // version outside the API's range, answered by api.unsupported
+}
+
+// parseFrame decodes a request frame (without its size prefix): header v1
+// or v2 and the body with kmsg. Any malformed input is an error, never a
+// panic. Unknown API keys and versions we do not answer are errors too:
+// Kafka closes the connection on them.
+func parseFrame(frame []byte) (pr parsedFrame, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("cannot decode request: %v", p)
+		}
+	}()
+	if len(frame) < 8 {
+		return pr, fmt.Errorf("request frame of %d bytes is shorter than a request header", len(frame))
+	}
+	pr.key = int16(binary.BigEndian.Uint16(frame[0:]))
+	pr.version = int16(binary.BigEndian.Uint16(frame[2:]))
+	pr.corrID = int32(binary.BigEndian.Uint32(frame[4:]))
+	api, ok := apis[pr.key]
+	if !ok {
+		return pr, fmt.Errorf("unknown API key %d", pr.key)
+	}
+	pr.api = api
+	// The client id is a nullable int16 string in header v1 and v2.
+	rest := frame[8:]
+	if len(rest) < 2 {
+		return pr, fmt.Errorf("request header truncated")
+	}
+	cidLen := int(int16(binary.BigEndian.Uint16(rest)))
+	rest = rest[2:]
+	if cidLen > 0 {
+		if cidLen > len(rest) {
+			return pr, fmt.Errorf("client id length %d beyond the frame", cidLen)
+		}
+		pr.clientID = string(rest[:cidLen])
+		rest = rest[cidLen:]
+	}
+	req := kmsg.RequestForKey(pr.key)
+	if req == nil {
+		return pr, fmt.Errorf("no codec for API key %d", pr.key)
+	}
+	pr.req = req
+	if pr.version < api.min || pr.version > api.max {
+		if api.unsupported == nil {
+			return pr, fmt.Errorf("unsupported version %d (supported %d-%d)", pr.version, api.min, api.max)
+		}
+		pr.unsupported = true
+		if pr.version >= 0 && pr.version <= req.MaxVersion() {
+			req.SetVersion(pr.version)
+			if body := skipHeaderTags(req, rest); body != nil {
+				_ = req.ReadFrom(body) // best effort: the answer is an error anyway
+			}
+		} else {
+			req.SetVersion(0)
+		}
+		return pr, nil
+	}
+	req.SetVersion(pr.version)
+	body := skipHeaderTags(req, rest)
+	if body == nil {
+		return pr, fmt.Errorf("cannot read request header tagged fields")
+	}
+	if err := req.ReadFrom(body); err != nil {
+		return pr, fmt.Errorf("cannot decode request body: %w", err)
+	}
+	return pr, nil
 }
 
 // runHandler calls the handler, turning a panic into a closed connection
@@ -235,6 +270,18 @@ func (c *conn) runHandler(api apiDef, r *request) (out any) {
 		}
 	}()
 	return api.handle(c.b, r)
+}
+
+// runDeferred runs a handler's waiting part, turning a panic into a closed
+// connection.
+func (c *conn) runDeferred(r *request, d deferred) (out any) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.b.log.Error("handler panic, closing connection", "api_key", r.key, "api_version", r.version, "panic", fmt.Sprint(p))
+			out = closeConn{reason: "internal error"}
+		}
+	}()
+	return d()
 }
 
 func (c *conn) finish(out any) any {
