@@ -1,0 +1,101 @@
+package appliance
+
+// AlterConfigs (key 33), v0-v2.
+//
+// The legacy, replacing form: for a topic resource (type 2) the configs
+// named become the topic's overrides and every other override is removed,
+// committed as one metadata batch (validate_only checks without
+// committing). Checks follow Kafka's ConfigAdminManager: a resource named
+// twice answers INVALID_REQUEST (42) for each occurrence, as do duplicate
+// config keys and null values in one resource; an unknown or invalid
+// config answers INVALID_CONFIG (40), an unknown topic
+// UNKNOWN_TOPIC_OR_PARTITION (3), an illegal name INVALID_TOPIC_EXCEPTION
+// (17). Broker resources (type 4) answer INVALID_REQUEST: broker configs
+// are static and live in server.properties. Any other resource type
+// answers INVALID_REQUEST. Errors carry a message.
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiDef{key: 33, min: 0, max: 2, handle: handleAlterConfigs})
+}
+
+func handleAlterConfigs(b *Broker, r *request) any {
+	req := r.req.(*kmsg.AlterConfigsRequest)
+	return deferred(func() any {
+		resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+		type resKey struct {
+			t    kmsg.ConfigResourceType
+			name string
+		}
+		seen := map[resKey]int{}
+		for _, rr := range req.Resources {
+			seen[resKey{rr.ResourceType, rr.ResourceName}]++
+		}
+		for _, rr := range req.Resources {
+			res := kmsg.NewAlterConfigsResponseResource()
+			res.ResourceType = rr.ResourceType
+			res.ResourceName = rr.ResourceName
+			var err error
+			if seen[resKey{rr.ResourceType, rr.ResourceName}] > 1 {
+				err = fmt.Errorf("%w: each resource must appear at most once", kerr.InvalidRequest)
+			} else {
+				err = b.alterConfigsResource(rr, req.ValidateOnly)
+			}
+			res.ErrorCode = errCode(err)
+			res.ErrorMessage = adminErrMsg(err)
+			resp.Resources = append(resp.Resources, res)
+		}
+		return resp
+	})
+}
+
+// alterConfigsResource applies one legacy AlterConfigs resource.
+func (b *Broker) alterConfigsResource(rr kmsg.AlterConfigsRequestResource, validateOnly bool) error {
+	keys := make([]string, 0, len(rr.Configs))
+	var nulls []string
+	changes := make([]ConfigChange, 0, len(rr.Configs))
+	for _, c := range rr.Configs {
+		keys = append(keys, c.Name)
+		if c.Value == nil {
+			nulls = append(nulls, c.Name)
+		}
+		changes = append(changes, ConfigChange{Key: c.Name, Value: c.Value})
+	}
+	if err := checkConfigResource(rr.ResourceType, rr.ResourceName, keys, nulls); err != nil {
+		return err
+	}
+	return b.alterTopicConfigs(rr.ResourceName, changes, true, validateOnly)
+}
+
+// checkConfigResource applies the checks AlterConfigs and
+// IncrementalAlterConfigs share before touching a resource: duplicate
+// keys, null values (named in nulls), the resource type and the topic name.
+func checkConfigResource(typ kmsg.ConfigResourceType, name string, keys, nulls []string) error {
+	dup := map[string]bool{}
+	for _, k := range keys {
+		if dup[k] {
+			return fmt.Errorf("%w: config key %q appears more than once", kerr.InvalidRequest, k)
+		}
+		dup[k] = true
+	}
+	if len(nulls) > 0 {
+		return fmt.Errorf("%w: null value not supported for: %s", kerr.InvalidRequest, strings.Join(nulls, ", "))
+	}
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
+		if name == "" {
+			return fmt.Errorf("%w: default topic resources are not allowed", kerr.InvalidRequest)
+		}
+		return validTopicName(name)
+	case kmsg.ConfigResourceTypeBroker:
+		return fmt.Errorf("%w: broker configs are static; edit server.properties", kerr.InvalidRequest)
+	}
+	return fmt.Errorf("%w: resource type %d cannot be altered (2 topic)", kerr.InvalidRequest, typ)
+}
