@@ -4,7 +4,17 @@
 // rolling, retention and group commit.
 //
 // It imports only ioring (for ring-submitted I/O), numa and the standard
-// library; it must not import appliance, cluster or tiering.
+// library, plus golang.org/x/sys/unix (fdatasync) and the compression
+// libraries (klauspost/compress, pierrec/lz4) that checking keys of
+// compressed batches on compacted topics needs; it must not import appliance,
+// cluster or tiering.
+//
+// Files: batch.go (batch v2 header, validation, record walking),
+// compression.go, segment.go (one .log with in-memory copies of its
+// indexes), index.go, recover.go (Open's recovery), log.go (Open, Append,
+// Read, rolling), retention.go, timestamp.go, epoch.go, metadata.go,
+// groupcommit.go, file.go (the file interface that a direct-I/O or
+// fault-injecting implementation replaces).
 //
 // Ownership: a Log belongs to exactly one shard goroutine. Sync targets are
 // handed to the shard's group-commit goroutine, which only calls fdatasync.

@@ -22,9 +22,8 @@ type GroupCommitter struct {
 	closed  bool
 	wake    chan struct{}
 	stopped chan struct{}
-	// Flushes and Syncs count flush windows and fdatasync calls; read them
-	// only after Close (or accept a racy view for metrics via Stats).
-	stats GroupCommitStats
+	stats   GroupCommitStats // guarded by mu; read through Stats
+
 }
 
 // GroupCommitStats counts the committer's work.
@@ -78,7 +77,7 @@ func (g *GroupCommitter) Sync(f *os.File, done func(error)) {
 	}
 }
 
-// Stats returns the counters; consistent once Close has returned.
+// Stats returns a snapshot of the counters, for metrics.
 func (g *GroupCommitter) Stats() GroupCommitStats {
 	g.mu.Lock()
 	defer g.mu.Unlock()

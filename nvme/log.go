@@ -128,7 +128,7 @@ func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
 		return AppendInfo{}, err
 	}
 	nowMs := l.opts.Now().UnixMilli()
-	if l.shouldRoll(int64(len(records)), nb, int64(nr), nowMs) {
+	if l.shouldRoll(records, nb, int64(nr), o.LogAppendTime, nowMs) {
 		if err := l.roll(nowMs); err != nil {
 			return AppendInfo{}, err
 		}
@@ -175,31 +175,52 @@ func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
 	return info, nil
 }
 
-// shouldRoll reports whether an append of n bytes in nb batches and nr
-// offsets must go to a new segment. An empty segment never rolls.
-func (l *Log) shouldRoll(n int64, nb int, nr int64, nowMs int64) bool {
+// shouldRoll reports whether an append of records (nb batches, nr offsets)
+// must go to a new segment. An empty segment never rolls. segment.ms is
+// judged as Kafka does: the appended batches' largest timestamp against the
+// segment's first batch timestamp, or wall time since the segment was
+// created when the segment has no timestamp.
+func (l *Log) shouldRoll(records []byte, nb int, nr int64, logAppendTime bool, nowMs int64) bool {
 	s := l.active()
 	if s.size == 0 {
 		return false
 	}
+	n := int64(len(records))
 	maxIdx, maxTime := indexLimits(l.opts.MaxIndexBytes)
-	return s.size+n > l.opts.SegmentBytes ||
-		s.size+n > maxSegmentBytes ||
-		(l.opts.SegmentMs > 0 && nowMs-s.rollBaseMs > l.opts.SegmentMs) ||
+	if s.size+n > l.opts.SegmentBytes || s.size+n > maxSegmentBytes ||
 		len(s.offIdx)+nb > maxIdx || len(s.timeIdx)+nb > maxTime ||
-		s.next+nr-1-s.base > math.MaxInt32
+		s.next+nr-1-s.base > math.MaxInt32 {
+		return true
+	}
+	if l.opts.SegmentMs <= 0 {
+		return false
+	}
+	if s.firstTs < 0 {
+		return nowMs-s.createdMs > l.opts.SegmentMs
+	}
+	incoming := nowMs
+	if !logAppendTime {
+		incoming = -1
+		for pos := 0; pos < len(records); {
+			b := records[pos:]
+			incoming = max(incoming, int64(binary.BigEndian.Uint64(b[offMaxTimestamp:])))
+			pos += batchLengthBase + int(int32(binary.BigEndian.Uint32(b[offBatchLength:])))
+		}
+	}
+	return incoming-s.firstTs > l.opts.SegmentMs
 }
 
-// MaybeRoll rolls the active segment when it is older than segment.ms
-// (counted from its first batch's maxTimestamp, else its creation, as Kafka
-// does) and not empty. The shard calls it periodically. Errors: ErrLogClosed.
+// MaybeRoll rolls the active segment when it is not empty and was created
+// (or opened) more than segment.ms ago by the wall clock. Appends also roll
+// by segment.ms, comparing record timestamps as Kafka does; this periodic
+// check covers partitions that stop receiving data. Errors: ErrLogClosed.
 func (l *Log) MaybeRoll() error {
 	if err := l.usable(); err != nil {
 		return err
 	}
 	nowMs := l.opts.Now().UnixMilli()
 	s := l.active()
-	if s.size == 0 || l.opts.SegmentMs <= 0 || nowMs-s.rollBaseMs <= l.opts.SegmentMs {
+	if s.size == 0 || l.opts.SegmentMs <= 0 || nowMs-s.createdMs <= l.opts.SegmentMs {
 		return nil
 	}
 	return l.roll(nowMs)

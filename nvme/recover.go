@@ -130,7 +130,9 @@ func (l *Log) loadClosedSegment(base int64) (*segment, error) {
 	r := &segReader{f: s.log, buf: make([]byte, 64<<10), end: fileSize, off: -1}
 	if err := l.loadIndexes(s, fileSize, r); err != nil {
 		l.logger.Warn("rebuilding segment indexes", "segment", s.path(logSuffix), "reason", err.Error())
-		*s = segment{base: s.base, dir: s.dir, log: s.log, next: base, maxTs: -1, maxTsOffset: -1, rollBaseMs: s.rollBaseMs}
+		log := s.log
+		*s = *newSegmentState(l.dir, base, s.createdMs)
+		s.log = log
 		r.buf = make([]byte, scanBufSize)
 		res, err := l.scan(s, r, 0, fileSize, false)
 		if err != nil {

@@ -42,7 +42,8 @@ type segment struct {
 	maxTs         int64 // largest batch maxTimestamp; -1 when none
 	maxTsOffset   int64 // last offset of the first batch carrying maxTs
 	bytesSinceIdx int64
-	rollBaseMs    int64 // segment.ms counts from here: first batch's maxTimestamp, else creation time
+	createdMs     int64 // when this process created or opened the segment
+	firstTs       int64 // maxTimestamp of the first batch; -1 when empty or unknown
 }
 
 func segmentFileName(base int64, suffix string) string {
@@ -67,7 +68,7 @@ func parseSegmentName(name string) (int64, bool) {
 }
 
 func newSegmentState(dir string, base, nowMs int64) *segment {
-	return &segment{base: base, dir: dir, next: base, maxTs: -1, maxTsOffset: -1, rollBaseMs: nowMs}
+	return &segment{base: base, dir: dir, next: base, maxTs: -1, maxTsOffset: -1, createdMs: nowMs, firstTs: -1}
 }
 
 // lastTimeIndexTs is the timestamp of the last time entry, -1 if none.
@@ -88,8 +89,8 @@ func indexLimits(maxIndexBytes int32) (offsets, times int) {
 // interval bytes were written since the previous one, and with it a time
 // entry when the segment's max timestamp grew.
 func (s *segment) track(pos, size, lastOffset, maxTs int64, interval int64, maxIdx, maxTime int) {
-	if s.size == 0 && pos == 0 && maxTs > 0 {
-		s.rollBaseMs = maxTs
+	if pos == 0 {
+		s.firstTs = maxTs
 	}
 	if maxTs > s.maxTs {
 		s.maxTs, s.maxTsOffset = maxTs, lastOffset
