@@ -69,6 +69,10 @@ func errCode(err error) int16 {
 		return kerr.OffsetOutOfRange.Code
 	case errors.Is(err, nvme.ErrLogClosed):
 		return kerr.KafkaStorageError.Code
+	case errors.Is(err, nvme.ErrOutOfOrderSequence):
+		return kerr.OutOfOrderSequenceNumber.Code
+	case errors.Is(err, nvme.ErrInvalidProducerEpoch):
+		return kerr.InvalidProducerEpoch.Code
 	}
 	return kerr.UnknownServerError.Code
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ringbroker/ringbroker/ioring"
 	"github.com/ringbroker/ringbroker/nvme"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Broker is one ringbroker node: shards owning partitions, the network
@@ -30,6 +31,11 @@ type Broker struct {
 	meta   *metadataLog
 
 	lsoMu sync.Mutex // guards the log-start-offset checkpoint file
+
+	pids producerIDs
+	// txnInit answers InitProducerId for transactional ids; nil until the
+	// transaction coordinator is started.
+	txnInit func(r *request, req *kmsg.InitProducerIDRequest) kmsg.Response
 
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}

@@ -72,6 +72,7 @@ type Config struct {
 	IOEngine                 string // netpoll | uring | auto
 	LogIOMode                string // buffered | direct
 	ConnectionsMaxIdleMs     int64
+	ProducerIDExpirationMs   int64 // producer.id.expiration.ms: idempotent producer state is forgotten after this long idle
 
 	// TopicDefaults holds the broker-level defaults of every topic config,
 	// keyed by the topic config name (segment.bytes, retention.ms, ...).
@@ -197,6 +198,7 @@ var brokerDefaults = map[string]string{
 	"socket.request.max.bytes":         "104857600",
 	"log.retention.check.interval.ms":  "300000",
 	"connections.max.idle.ms":          "600000",
+	"producer.id.expiration.ms":        "86400000",
 	"shards":                           "0",
 	"io.engine":                        "netpoll",
 	"log.io.mode":                      "buffered",
@@ -262,6 +264,7 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 	c.SocketRequestMaxBytes = i32("socket.request.max.bytes")
 	c.RetentionCheckIntervalMs = i64("log.retention.check.interval.ms")
 	c.ConnectionsMaxIdleMs = i64("connections.max.idle.ms")
+	c.ProducerIDExpirationMs = i64("producer.id.expiration.ms")
 	c.Shards = int(i32("shards"))
 	c.IOEngine = get("io.engine")
 	c.LogIOMode = get("log.io.mode")

@@ -34,6 +34,14 @@ type MetadataRecord struct {
 	Partition   *PartitionRecord   `json:"partition,omitempty"`
 	Config      *ConfigRecord      `json:"config,omitempty"`
 	RemoveTopic *RemoveTopicRecord `json:"removeTopic,omitempty"`
+	ProducerIDs *ProducerIDsRecord `json:"producerIds,omitempty"`
+}
+
+// ProducerIDsRecord hands a block of producer ids to a broker (KRaft's
+// ProducerIdsRecord): ids below NextProducerID are taken.
+type ProducerIDsRecord struct {
+	BrokerID       int32 `json:"brokerId"`
+	NextProducerID int64 `json:"nextProducerId"`
 }
 
 // TopicRecord creates a topic.
@@ -95,6 +103,8 @@ type Image struct {
 	Topics     map[string]*TopicImage
 	TopicsByID map[TopicID]*TopicImage
 	Brokers    map[string]map[string]string // broker config overrides by node id
+	// NextProducerID is the first producer id not yet handed out in a block.
+	NextProducerID int64
 }
 
 func emptyImage() *Image {
@@ -119,6 +129,8 @@ func (im *Image) Apply(offset int64, recs []MetadataRecord) (*Image, error) {
 		Topics:     make(map[string]*TopicImage, len(im.Topics)+1),
 		TopicsByID: make(map[TopicID]*TopicImage, len(im.Topics)+1),
 		Brokers:    im.Brokers,
+
+		NextProducerID: im.NextProducerID,
 	}
 	for k, v := range im.Topics {
 		next.Topics[k] = v
@@ -200,6 +212,11 @@ func (im *Image) Apply(offset int64, recs []MetadataRecord) (*Image, error) {
 			default:
 				return nil, fmt.Errorf("cannot apply ConfigRecord: resource type %d", r.Config.ResourceType)
 			}
+		case r.ProducerIDs != nil:
+			if r.ProducerIDs.NextProducerID < next.NextProducerID {
+				return nil, fmt.Errorf("cannot apply ProducerIdsRecord: next id %d below %d", r.ProducerIDs.NextProducerID, next.NextProducerID)
+			}
+			next.NextProducerID = r.ProducerIDs.NextProducerID
 		case r.RemoveTopic != nil:
 			t, ok := next.TopicsByID[r.RemoveTopic.ID]
 			if !ok {

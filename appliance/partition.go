@@ -140,14 +140,16 @@ func (p *partition) append(records []byte, acks int16, done func(produceResult))
 		RequireKeys:     p.cfg.compact,
 	})
 	if err != nil {
-		if !isValidationErr(err) {
-			p.goOffline(err)
+		if errors.Is(err, nvme.ErrLogClosed) {
+			p.goOffline(err) // an I/O error: validation errors leave the log as it was
 		}
 		done(produceResult{err: err, baseOffset: -1, logAppendTime: -1, logStartOffset: -1})
 		return
 	}
 	res := produceResult{baseOffset: info.FirstOffset, logAppendTime: info.LogAppendTime, logStartOffset: p.log.LogStartOffset()}
-	p.wakeWaiters()
+	if !info.Duplicate {
+		p.wakeWaiters()
+	}
 	p.unflushed += int64(info.NumRecords)
 	needFlush := p.unflushed >= p.cfg.flushMessages ||
 		(p.cfg.flushMs < int64(time.Duration(math.MaxInt64)/time.Millisecond) && time.Since(p.lastFlush) >= time.Duration(p.cfg.flushMs)*time.Millisecond)
@@ -173,11 +175,6 @@ func (p *partition) append(records []byte, acks int16, done func(produceResult))
 	if acks != -1 {
 		done(res)
 	}
-}
-
-func isValidationErr(err error) bool {
-	return errors.Is(err, nvme.ErrCorruptMessage) || errors.Is(err, nvme.ErrMessageTooLarge) ||
-		errors.Is(err, nvme.ErrUnsupportedMagic) || errors.Is(err, nvme.ErrInvalidRecord)
 }
 
 // goOffline takes the partition offline after an I/O error, as Kafka takes
@@ -222,6 +219,7 @@ func (p *partition) housekeep(retention bool) {
 		return
 	}
 	if retention {
+		p.log.ExpireProducers(time.Now().UnixMilli(), p.b.cfg.ProducerIDExpirationMs)
 		if n, err := p.log.ApplyRetention(); err != nil {
 			p.b.log.Warn("retention failed", "topic", p.topic, "partition", p.index, "err", err)
 		} else if n > 0 {

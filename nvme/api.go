@@ -64,6 +64,10 @@ type AppendInfo struct {
 	LogAppendTime int64 // ms; -1 when the topic uses CreateTime
 	NumRecords    int
 	Bytes         int // bytes written to the segment
+	// Duplicate: the batch repeats one the producer already appended (same
+	// producer id, epoch and sequence range); nothing was written and the
+	// offsets are the original ones (KIP-98).
+	Duplicate bool
 }
 
 // Chunk is a byte range of a segment file that a fetch response sends as it is

@@ -28,6 +28,8 @@ type Log struct {
 	// failure is the first I/O error; afterwards calls return ErrLogClosed.
 	failure error
 	dec     decompressor
+	// producers is the idempotent-producer state by producer id (KIP-98).
+	producers map[int64]*ProducerEntry
 	hdr     [BatchHeaderSize]byte // scratch for batch headers
 	scratch []byte                // scratch for index entries
 }
@@ -81,6 +83,10 @@ func openLog(dir string, opts Options, open opener) (*Log, error) {
 		l.closeSegments()
 		return nil, err
 	}
+	if err := l.loadProducerState(); err != nil {
+		l.closeSegments()
+		return nil, fmt.Errorf("cannot restore producer state of %q: %w", dir, err)
+	}
 	return l, nil
 }
 
@@ -127,6 +133,30 @@ func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
 	if err != nil {
 		return AppendInfo{}, err
 	}
+	// Idempotent producers (KIP-98): duplicates are answered with the
+	// original offsets and not written again; sequence gaps and stale
+	// epochs are refused. A client sends one batch per partition.
+	var ph BatchHeader
+	if pid := int64(binary.BigEndian.Uint64(records[offProducerID:])); pid >= 0 {
+		if nb != 1 {
+			return AppendInfo{}, fmt.Errorf("%w: a produce request from producer %d holds %d batches for one partition", ErrInvalidRecord, pid, nb)
+		}
+		ph, _ = ParseBatchHeader(records)
+		if ph.BaseSequence >= 0 && ph.Attributes&AttrControl == 0 {
+			e := l.producers[pid]
+			lastSeq := seqAdd(ph.BaseSequence, ph.LastOffsetDelta)
+			if dup, ok := e.duplicateOf(ph.ProducerEpoch, ph.BaseSequence, lastSeq); ok {
+				return AppendInfo{FirstOffset: dup.firstOffset, LastOffset: dup.lastOffset, LogAppendTime: -1, Duplicate: true}, nil
+			}
+			if err := checkSequence(e, ph.ProducerEpoch, ph.BaseSequence); err != nil {
+				return AppendInfo{}, err
+			}
+		} else if e := l.producers[pid]; e != nil && ph.ProducerEpoch < e.Epoch {
+			return AppendInfo{}, fmt.Errorf("%w: producer %d epoch %d, current %d", ErrInvalidProducerEpoch, pid, ph.ProducerEpoch, e.Epoch)
+		}
+	} else {
+		ph.ProducerID = -1
+	}
 	nowMs := l.opts.Now().UnixMilli()
 	if l.shouldRoll(records, nb, int64(nr), o.LogAppendTime, nowMs) {
 		if err := l.roll(nowMs); err != nil {
@@ -172,6 +202,10 @@ func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
 		return AppendInfo{}, l.fail(err)
 	}
 	info.LastOffset = s.next - 1
+	if ph.ProducerID >= 0 {
+		ph.MaxTimestamp = int64(be.Uint64(records[offMaxTimestamp:]))
+		l.producerUpdate(ph, info.FirstOffset, info.LastOffset)
+	}
 	return info, nil
 }
 
@@ -261,6 +295,9 @@ func (l *Log) roll(nowMs int64) error {
 		return l.fail(err)
 	}
 	l.segs = append(l.segs, s)
+	if err := l.writeProducerSnapshot(s.base); err != nil {
+		l.logger.Warn("cannot write producer snapshot at roll", "err", err)
+	}
 	if err := syncDir(l.dir); err != nil {
 		return l.fail(err)
 	}
@@ -383,6 +420,11 @@ func (l *Log) Close() error {
 		maxTime := int(l.opts.MaxIndexBytes) / timeEntrySize
 		if l.scratch, err = l.active().deactivate(maxTime, l.scratch, true); err != nil {
 			errs = append(errs, err)
+		}
+		if len(l.producers) > 0 {
+			if err := l.writeProducerSnapshot(l.LogEndOffset()); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	if err := l.closeSegments(); err != nil {

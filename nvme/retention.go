@@ -108,6 +108,7 @@ func (l *Log) retire(n int) error {
 	if err := errors.Join(errs...); err != nil {
 		return l.fail(err)
 	}
+	l.deleteSnapshotsBelow(l.segs[0].base)
 	l.logger.Info("retired segments", "count", n, "logStartOffset", l.startOffset)
 	return nil
 }
