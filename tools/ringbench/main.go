@@ -1,0 +1,246 @@
+// Command ringbench is ringbroker's end-to-end load tool: it runs workload
+// files (OpenMessaging Benchmark style, JSON) with franz-go producers and
+// consumers against ringbroker processes it starts itself (one fresh broker
+// and data directory per workload and target, so several engine or I/O
+// configurations run side by side in one run) or against an external
+// cluster, measures the machine's limits in the same run, and writes a JSON
+// report plus a markdown table.
+//
+// Usage:
+//
+//	ringbench [flags] workload.json...
+//	ringbench --suite bench/suites/short.json --target ringbroker:shards=2,log.io.mode=buffered
+//	ringbench --brokers 127.0.0.1:9092 bench/workloads/latency-10mbps.json
+//
+// Measurements: publish rate (records/s, MB/s of values, acked records sent
+// inside the window), publish latency (send to ack; from the intended send
+// time when the workload is rate-limited, so no coordinated omission) and
+// end-to-end latency (send time carried in the first 8 bytes of each value
+// to consume time) as HDR-style histograms, consumer backlog, and the
+// broker's CPU seconds (utime+stime from /proc/<pid>/stat) and peak RSS
+// (VmHWM). Every run ends by warm-up + duration + grace.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, " ") }
+func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "ringbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var targets multiFlag
+	flag.Var(&targets, "target", "target to run against, repeatable: ringbroker[:key=value,...] (a broker started by ringbench with these --override settings) or external:host:port (default ringbroker)")
+	brokers := flag.String("brokers", "", "shorthand for --target external:host:port[,host:port]")
+	suite := flag.String("suite", "", "suite file: a list of workloads with overrides (bench/suites/*.json)")
+	brokerBin := flag.String("broker-bin", "", "ringbroker binary; empty builds ./tools/ringbroker from --repo")
+	repo := flag.String("repo", ".", "repository root (to build the broker and find config)")
+	config := flag.String("config", "config/server.properties", "server.properties for started brokers, relative to --repo")
+	dataDir := flag.String("data-dir", "bench/results/tmp", "where brokers keep their data and limits are measured")
+	outDir := flag.String("out-dir", "bench/results", "where the JSON report and latest.md go")
+	duration := flag.Duration("duration", 0, "override every workload's duration")
+	warmup := flag.Duration("warmup", -1, "override every workload's warm-up")
+	grace := flag.Duration("grace", 20*time.Second, "bound on flushing producers and draining consumers after the window")
+	limits := flag.Bool("limits", true, "measure disk and loopback limits in the same run")
+	limitBytes := flag.Int64("limits-bytes", 512<<20, "O_DIRECT test file size")
+	limitTime := flag.Duration("limits-time", 4*time.Second, "cap per disk limit phase")
+	keep := flag.Bool("keep-data", false, "keep broker data directories")
+	progress := flag.Bool("progress", true, "print a progress line every second")
+	flag.Parse()
+
+	if *brokers != "" {
+		targets = append(targets, "external:"+*brokers)
+	}
+	if len(targets) == 0 {
+		targets = append(targets, "ringbroker")
+	}
+	var tgs []Target
+	for _, s := range targets {
+		t, err := ParseTarget(s)
+		if err != nil {
+			return err
+		}
+		tgs = append(tgs, t)
+	}
+
+	var workloads []*Workload
+	if *suite != "" {
+		_, ws, err := LoadSuite(*suite)
+		if err != nil {
+			return err
+		}
+		workloads = append(workloads, ws...)
+	}
+	for _, f := range flag.Args() {
+		w, err := LoadWorkload(f, nil)
+		if err != nil {
+			return err
+		}
+		workloads = append(workloads, w)
+	}
+	if len(workloads) == 0 {
+		return fmt.Errorf("no workloads: give workload files or --suite")
+	}
+	for _, w := range workloads {
+		if *duration > 0 {
+			w.Duration = Duration(*duration)
+		}
+		if *warmup >= 0 {
+			w.Warmup = Duration(*warmup)
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	rep := &Report{Tool: "ringbench", Started: time.Now(), Host: hostInfo()}
+	runID := rep.Started.Format("20060102-150405")
+	root, err := filepath.Abs(filepath.Join(*dataDir, runID))
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return fmt.Errorf("cannot create data dir: %w", err)
+	}
+	if !*keep {
+		defer os.RemoveAll(root)
+	}
+
+	needBroker := false
+	for _, t := range tgs {
+		needBroker = needBroker || t.Kind == "ringbroker"
+	}
+	bin := *brokerBin
+	cfg := *config
+	if !filepath.IsAbs(cfg) {
+		cfg = filepath.Join(*repo, cfg)
+	}
+	if needBroker && bin == "" {
+		bin = filepath.Join(root, "ringbroker")
+		fmt.Fprintf(os.Stderr, "building ringbroker into %s\n", bin)
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./tools/ringbroker")
+		cmd.Dir = *repo
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("cannot build ringbroker: %w", err)
+		}
+	}
+
+	if *limits {
+		fmt.Fprintf(os.Stderr, "measuring limits in %s ...\n", root)
+		rep.Limits = MeasureLimits(root, LimitOpts{FileBytes: *limitBytes, PhaseTime: *limitTime, SyncOps: 2000, TCPTime: 2 * time.Second})
+		l := rep.Limits
+		fmt.Fprintf(os.Stderr, "limits: O_DIRECT write %.0f MB/s, read %.0f MB/s, 4 KiB write+fdatasync p50 %.2f ms p99 %.2f ms, loopback TCP %.0f MB/s %v\n",
+			l.DirectWriteMBPS, l.DirectReadMBPS, l.FdatasyncP50Ms, l.FdatasyncP99Ms, l.LoopbackTCPMBPS, l.Errors)
+	}
+
+	for wi, w := range workloads {
+		for ti, t := range tgs {
+			if ctx.Err() != nil {
+				break
+			}
+			label := fmt.Sprintf("[%s @ %s]", w.Name, t.Name)
+			fmt.Fprintf(os.Stderr, "%s starting\n", label)
+			var r *RunResult
+			switch t.Kind {
+			case "ringbroker":
+				dir := filepath.Join(root, fmt.Sprintf("run-%02d-%02d", wi, ti))
+				b, err := StartBroker(ctx, bin, cfg, dir, t)
+				if err != nil {
+					r = &RunResult{Workload: w, Started: time.Now(), Error: err.Error()}
+					break
+				}
+				r = RunWorkload(ctx, w, []string{b.Addr}, b.Pid(), RunOpts{Grace: *grace, Progress: *progress, Label: label})
+				if b.Exited() {
+					r.Error = strings.TrimSpace(r.Error + "\nbroker exited during the run; log tail:\n" + b.LogTail(2000))
+				}
+				b.Stop()
+				if !*keep {
+					os.RemoveAll(dir)
+				}
+			case "external":
+				r = RunWorkload(ctx, w, t.Brokers, 0, RunOpts{Grace: *grace, Progress: *progress, Label: label})
+			}
+			r.Target = t
+			ComputeRatios(r, rep.Limits)
+			rep.Runs = append(rep.Runs, r)
+			printRun(r)
+		}
+	}
+	rep.Finished = time.Now()
+
+	if err := os.MkdirAll(*outDir, 0o755); err != nil {
+		return err
+	}
+	host := nonName.ReplaceAllString(rep.Host.Hostname, "-")
+	jsonPath := filepath.Join(*outDir, rep.Started.Format("2006-01-02T15-04-05")+"-"+host+".json")
+	data, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(jsonPath, data, 0o644); err != nil {
+		return err
+	}
+	mdPath := filepath.Join(*outDir, "latest.md")
+	f, err := os.Create(mdPath)
+	if err != nil {
+		return err
+	}
+	WriteMarkdown(f, rep)
+	if err := f.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s and %s\n", jsonPath, mdPath)
+	WriteMarkdown(os.Stdout, rep)
+	for _, r := range rep.Runs {
+		if r.Error != "" {
+			return fmt.Errorf("%d of %d runs reported errors", countErr(rep.Runs), len(rep.Runs))
+		}
+	}
+	return ctx.Err()
+}
+
+func countErr(rs []*RunResult) int {
+	n := 0
+	for _, r := range rs {
+		if r.Error != "" {
+			n++
+		}
+	}
+	return n
+}
+
+func printRun(r *RunResult) {
+	fmt.Fprintf(os.Stderr, "[%s @ %s] publish %.0f rec/s %.1f MB/s p50 %.2f p99 %.2f p99.9 %.2f max %.2f ms | e2e p50 %.2f p99 %.2f ms | consume %.1f MB/s | errors %d",
+		r.Workload.Name, r.Target.Name, r.Publish.RecordsPS, r.Publish.MBPS, r.PublishLatency.P50Ms, r.PublishLatency.P99Ms,
+		r.PublishLatency.P999Ms, r.PublishLatency.MaxMs, r.E2ELatency.P50Ms, r.E2ELatency.P99Ms, r.Consume.MBPS, r.PublishErrors)
+	if r.Broker != nil {
+		fmt.Fprintf(os.Stderr, " | broker %.1f CPU s/GB, peak RSS %.0f MiB", r.Broker.CPUSecondsPerGB, float64(r.Broker.PeakRSSBytes)/(1<<20))
+	}
+	if r.FirstError != "" {
+		fmt.Fprintf(os.Stderr, " | first error: %s", r.FirstError)
+	}
+	if r.Error != "" {
+		fmt.Fprintf(os.Stderr, "\n  error: %s", r.Error)
+	}
+	fmt.Fprintln(os.Stderr)
+}

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Report is ringbench's JSON result file.
+type Report struct {
+	Tool     string       `json:"tool"`
+	Started  time.Time    `json:"started"`
+	Finished time.Time    `json:"finished"`
+	Host     HostInfo     `json:"host"`
+	Limits   *Limits      `json:"limits,omitempty"`
+	Runs     []*RunResult `json:"runs"`
+}
+
+// HostInfo describes the machine the run was on.
+type HostInfo struct {
+	Hostname  string `json:"hostname"`
+	Kernel    string `json:"kernel"`
+	CPUs      int    `json:"cpus"`
+	CPUModel  string `json:"cpu_model,omitempty"`
+	MemBytes  int64  `json:"mem_bytes,omitempty"`
+	GoVersion string `json:"go_version"`
+}
+
+func hostInfo() HostInfo {
+	h := HostInfo{CPUs: runtime.NumCPU(), GoVersion: runtime.Version()}
+	h.Hostname, _ = os.Hostname()
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		h.Kernel = unix.ByteSliceToString(u.Sysname[:]) + " " + unix.ByteSliceToString(u.Release[:])
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				h.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) == nil {
+		h.MemBytes = int64(si.Totalram) * int64(si.Unit)
+	}
+	return h
+}
+
+// ratio is a/b, or 0 when either is missing.
+func ratio(a, b float64) float64 {
+	if a <= 0 || b <= 0 {
+		return 0
+	}
+	return a / b
+}
+
+// ComputeRatios fills r.Ratios against the measured limits. Bandwidths are
+// fractions of the limit (1 = at the limit); latencies are multiples of
+// the limit (1 = as fast as one bare write+fdatasync).
+func ComputeRatios(r *RunResult, l *Limits) {
+	if l == nil {
+		return
+	}
+	m := map[string]float64{
+		"publish_mbps_to_odirect_write": ratio(r.Publish.MBPS, l.DirectWriteMBPS),
+		"publish_mbps_to_loopback_tcp":  ratio(r.Publish.MBPS, l.LoopbackTCPMBPS),
+		"consume_mbps_to_loopback_tcp":  ratio(r.Consume.MBPS, l.LoopbackTCPMBPS),
+		"consume_mbps_to_odirect_read":  ratio(r.Consume.MBPS, l.DirectReadMBPS),
+		"publish_p50_to_fdatasync_p50":  ratio(r.PublishLatency.P50Ms, l.FdatasyncP50Ms),
+		"publish_p99_to_fdatasync_p99":  ratio(r.PublishLatency.P99Ms, l.FdatasyncP99Ms),
+	}
+	if r.CatchUp != nil && r.CatchUp.Completed {
+		m["catch_up_mbps_to_odirect_read"] = ratio(r.CatchUp.MBPS, l.DirectReadMBPS)
+	}
+	for k, v := range m {
+		if v == 0 {
+			delete(m, k)
+		}
+	}
+	r.Ratios = m
+}
+
+// WriteMarkdown writes the report as markdown tables for the README.
+func WriteMarkdown(w io.Writer, rep *Report) {
+	h := rep.Host
+	fmt.Fprintf(w, "ringbench run of %s on `%s`: %d CPUs (%s), %.0f GiB, %s, %s.\n\n",
+		rep.Started.UTC().Format("2006-01-02 15:04 UTC"), h.Hostname, h.CPUs, h.CPUModel,
+		float64(h.MemBytes)/(1<<30), h.Kernel, h.GoVersion)
+	if l := rep.Limits; l != nil {
+		fmt.Fprintf(w, "Limits measured in the same run (data directory's filesystem, loopback):\n\n")
+		fmt.Fprintf(w, "| O_DIRECT seq write 1 MiB | O_DIRECT seq read 1 MiB | 4 KiB write+fdatasync p50 / p99 | loopback TCP 1 stream |\n")
+		fmt.Fprintf(w, "|---|---|---|---|\n")
+		fmt.Fprintf(w, "| %.0f MB/s | %.0f MB/s | %.2f / %.2f ms | %.0f MB/s |\n\n",
+			l.DirectWriteMBPS, l.DirectReadMBPS, l.FdatasyncP50Ms, l.FdatasyncP99Ms, l.LoopbackTCPMBPS)
+		if len(l.Errors) > 0 {
+			fmt.Fprintf(w, "Limit errors: %s\n\n", strings.Join(l.Errors, "; "))
+		}
+	}
+	fmt.Fprintf(w, "| workload | target | acks | publish MB/s | publish rec/s | publish p50 / p99 / p99.9 ms | e2e p50 / p99 ms | consume MB/s | broker CPU s/GB | broker cores | broker peak RSS MiB | loadgen cores | publish / disk write | consume / loopback | p50 / fdatasync p50 |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rep.Runs {
+		if r.Error != "" && r.Publish.Records == 0 {
+			fmt.Fprintf(w, "| %s | %s | %s | failed: %s ||||||||||||\n", r.Workload.Name, r.Target.Name, r.Workload.Acks,
+				strings.ReplaceAll(firstLine(r.Error), "|", "/"))
+			continue
+		}
+		var cpuGB, cores, rss string = "-", "-", "-"
+		if r.Broker != nil {
+			cpuGB = fmt.Sprintf("%.1f", r.Broker.CPUSecondsPerGB)
+			cores = fmt.Sprintf("%.2f", r.Broker.CPUCores)
+			rss = fmt.Sprintf("%.0f", float64(r.Broker.PeakRSSBytes)/(1<<20))
+		}
+		cons := "-"
+		if r.Workload.ConsumersPerTopic > 0 {
+			cons = fmt.Sprintf("%.1f", r.Consume.MBPS)
+			if r.CatchUp != nil {
+				if r.CatchUp.Completed {
+					cons += fmt.Sprintf(" (catch-up %.1f MB/s over %.0f MB)", r.CatchUp.MBPS, float64(r.CatchUp.BacklogBytes)/1e6)
+				} else {
+					cons += " (catch-up not completed)"
+				}
+			}
+		}
+		e2e := "-"
+		if r.E2ELatency.Count > 0 {
+			e2e = fmt.Sprintf("%.2f / %.2f", r.E2ELatency.P50Ms, r.E2ELatency.P99Ms)
+		}
+		rt := func(k string) string {
+			if v, ok := r.Ratios[k]; ok {
+				return fmt.Sprintf("%.3g", v)
+			}
+			return "-"
+		}
+		note := ""
+		if r.PublishErrors > 0 || r.Error != "" {
+			note = fmt.Sprintf(" (%d errors%s)", r.PublishErrors, strings.ReplaceAll(map[bool]string{true: ": " + firstLine(r.Error), false: ""}[r.Error != ""], "|", "/"))
+		}
+		fmt.Fprintf(w, "| %s%s | %s | %s | %.1f | %.0f | %.2f / %.2f / %.2f | %s | %s | %s | %s | %s | %.2f | %s | %s | %s |\n",
+			r.Workload.Name, note, r.Target.Name, r.Workload.Acks, r.Publish.MBPS, r.Publish.RecordsPS,
+			r.PublishLatency.P50Ms, r.PublishLatency.P99Ms, r.PublishLatency.P999Ms, e2e, cons, cpuGB, cores, rss, r.Loadgen.CPUCores,
+			rt("publish_mbps_to_odirect_write"), rt("consume_mbps_to_loopback_tcp"), rt("publish_p50_to_fdatasync_p50"))
+	}
+	fmt.Fprintf(w, "\nMB = 10^6 bytes of record values. Broker CPU s/GB is the broker process's utime+stime over the window per GB published (each published byte is also consumed once where the workload has consumers). The load generator shares the machine's CPUs with the broker.\n")
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 120 {
+		s = s[:120] + "..."
+	}
+	return s
+}
