@@ -1,0 +1,273 @@
+package ioring
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestReadShort reads a 100-byte file at several offsets: full, short at
+// EOF, and 0 past it.
+func TestReadShort(t *testing.T) {
+	content := bytes.Repeat([]byte{'a'}, 100)
+	cases := []struct {
+		name string
+		off  int64
+		n    int
+		want int32
+	}{
+		{"inside", 10, 50, 50},
+		{"short at eof", 60, 100, 40},
+		{"past eof", 200, 10, 0},
+	}
+	r := newRing(t, Options{Entries: 4})
+	fd := tempFile(t, content)
+	// No t.Run: subtests run on other goroutines, and the ring belongs to
+	// this one's OS thread (single issuer).
+	for _, c := range cases {
+		var h rec
+		buf := make([]byte, c.n)
+		mustUD(t)(r.Read(fd, buf, c.off, false, &h))
+		waitUntil(t, r, h.done)
+		if h.last().Res != c.want {
+			t.Fatalf("%s: read res %d, want %d", c.name, h.last().Res, c.want)
+		}
+	}
+}
+
+// TestWritePipeNonblock writes to an O_NONBLOCK pipe that is nearly full
+// (short write) and full. io_uring does not honour O_NONBLOCK on files that
+// support non-blocking I/O (pipes): a write to a full pipe waits for room
+// (poll) unless RWF_NOWAIT is passed, which yields EAGAIN.
+func TestWritePipeNonblock(t *testing.T) {
+	page := unix.Getpagesize()
+	cases := []struct {
+		name    string
+		free    int // bytes of room left in the pipe
+		n       int
+		rwFlags uint32
+		drain   bool // read from the pipe to let the write finish
+		want    int32
+	}{
+		{"short", page, 2 * page, 0, false, int32(page)},
+		{"full rwf_nowait", 0, 100, unix.RWF_NOWAIT, false, -int32(unix.EAGAIN)},
+		{"full waits for room", 0, 100, 0, true, 100},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRing(t, Options{Entries: 4})
+			rd, wr := pipe(t, unix.O_NONBLOCK)
+			size, err := unix.FcntlInt(uintptr(wr), unix.F_GETPIPE_SZ, 0)
+			must(t, err)
+			if n, err := unix.Write(wr, make([]byte, size-c.free)); err != nil || n != size-c.free {
+				t.Fatalf("fill pipe: %d, %v", n, err)
+			}
+			var h rec
+			data := make([]byte, c.n)
+			s, ud, err := r.Start(&h, data)
+			must(t, err)
+			s.PrepWrite(wr, data, -1)
+			s.OpFlags = c.rwFlags
+			s.UserData = ud
+			if c.drain {
+				if n, _ := r.Wait(1, 20*time.Millisecond); n != 0 {
+					t.Fatalf("write to a full pipe completed: %+v", h.cqes)
+				}
+				_, err := unix.Read(rd, make([]byte, page))
+				must(t, err)
+			}
+			waitUntil(t, r, h.done)
+			if h.last().Res != c.want {
+				t.Fatalf("write res %d (%v), want %d", h.last().Res, h.last().Err(), c.want)
+			}
+		})
+	}
+}
+
+func TestWritevAndRead(t *testing.T) {
+	r := newRing(t, Options{Entries: 4})
+	fd := tempFile(t, nil)
+	parts := [][]byte{[]byte("kafka "), []byte("record "), []byte("batch")}
+	iov := make([]unix.Iovec, len(parts))
+	for i, p := range parts {
+		iov[i].Base = &p[0]
+		iov[i].SetLen(len(p))
+	}
+	var hw, hr rec
+	mustUD(t)(r.Writev(fd, iov, 0, &hw))
+	waitUntil(t, r, hw.done)
+	if hw.last().Res != 18 {
+		t.Fatalf("writev res %d", hw.last().Res)
+	}
+	buf := make([]byte, 32)
+	mustUD(t)(r.Read(fd, buf, 0, false, &hr))
+	waitUntil(t, r, hr.done)
+	if got := string(buf[:max(hr.last().Res, 0)]); got != "kafka record batch" {
+		t.Fatalf("read back %q", got)
+	}
+}
+
+func TestFsyncFallocate(t *testing.T) {
+	r := newRing(t, Options{Entries: 4})
+	fd := tempFile(t, []byte("data"))
+	for _, c := range []struct {
+		name  string
+		flags uint32
+	}{{"fsync", 0}, {"fdatasync", FsyncDataSync}} {
+		var h rec
+		mustUD(t)(r.Fsync(fd, c.flags, &h))
+		waitUntil(t, r, h.done)
+		if h.last().Res != 0 {
+			t.Fatalf("%s: %v", c.name, h.last().Err())
+		}
+	}
+	cases := []struct {
+		name     string
+		mode     uint32
+		off, len int64
+		wantSize int64
+	}{
+		{"extend", 0, 0, 1 << 20, 1 << 20},
+		{"keep size", unix.FALLOC_FL_KEEP_SIZE, 1 << 20, 1 << 20, 1 << 20},
+	}
+	for _, c := range cases {
+		var h rec
+		mustUD(t)(r.Fallocate(fd, c.mode, c.off, c.len, &h))
+		waitUntil(t, r, h.done)
+		if h.last().Res != 0 {
+			t.Fatalf("fallocate %s: %v", c.name, h.last().Err())
+		}
+		var st unix.Stat_t
+		must(t, unix.Fstat(fd, &st))
+		if st.Size != c.wantSize {
+			t.Fatalf("fallocate %s: size %d, want %d", c.name, st.Size, c.wantSize)
+		}
+		if c.mode&unix.FALLOC_FL_KEEP_SIZE != 0 && st.Blocks*512 < c.off+c.len {
+			t.Fatalf("fallocate %s: %d blocks allocated", c.name, st.Blocks)
+		}
+	}
+}
+
+// TestSpliceFileToSocket moves file bytes to a socket through a pipe with
+// two splices, never through user memory.
+func TestSpliceFileToSocket(t *testing.T) {
+	r := newRing(t, Options{Entries: 4})
+	content := bytes.Repeat([]byte("segment!"), 1024)
+	fd := tempFile(t, content)
+	prd, pwr := pipe(t, 0)
+	c, s := tcpPair(t)
+	var h1, h2 rec
+	mustUD(t)(r.Splice(fd, 100, pwr, -1, 4096, 0, &h1))
+	waitUntil(t, r, h1.done)
+	if h1.last().Res != 4096 {
+		t.Fatalf("splice file->pipe: %d (%v)", h1.last().Res, h1.last().Err())
+	}
+	mustUD(t)(r.Splice(prd, -1, c, -1, 4096, 0, &h2))
+	waitUntil(t, r, h2.done)
+	if h2.last().Res != 4096 {
+		t.Fatalf("splice pipe->socket: %d (%v)", h2.last().Res, h2.last().Err())
+	}
+	got := make([]byte, 0, 4096)
+	buf := make([]byte, 4096)
+	for len(got) < 4096 {
+		n, err := unix.Read(s, buf)
+		must(t, err)
+		got = append(got, buf[:n]...)
+	}
+	if !bytes.Equal(got, content[100:100+4096]) {
+		t.Fatal("spliced bytes differ")
+	}
+	// Past EOF the splice moves 0 bytes.
+	var h3 rec
+	mustUD(t)(r.Splice(fd, int64(len(content)), pwr, -1, 4096, 0, &h3))
+	waitUntil(t, r, h3.done)
+	if h3.last().Res != 0 {
+		t.Fatalf("splice past EOF: %d", h3.last().Res)
+	}
+}
+
+// TestFixedBuffersAndFiles writes and reads through a registered buffer
+// and a registered file.
+func TestFixedBuffersAndFiles(t *testing.T) {
+	r := newRing(t, Options{Entries: 4})
+	mem, err := unix.Mmap(-1, 0, 8192, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	must(t, err)
+	t.Cleanup(func() { unix.Munmap(mem) })
+	heap := make([]byte, 4096)
+	must(t, r.RegisterBuffers([][]byte{mem, heap}))
+	fd := tempFile(t, nil)
+	must(t, r.RegisterFiles([]int32{-1, int32(fd)}))
+	copy(mem, "fixed buffer payload")
+
+	cases := []struct {
+		name  string
+		fd    int
+		fixed bool
+		buf   []byte
+		idx   uint16
+	}{
+		{"mmap buffer, registered file", 1, true, mem, 0},
+		{"heap buffer, plain fd", fd, false, heap, 1},
+	}
+	for _, c := range cases { // no t.Run: the ring is this goroutine's
+		var hw, hr rec
+		copy(c.buf, "fixed buffer payload")
+		mustUD(t)(r.WriteFixed(c.fd, c.buf[:20], 0, c.idx, c.fixed, &hw))
+		waitUntil(t, r, hw.done)
+		if hw.last().Res != 20 {
+			t.Fatalf("%s: write fixed: %d (%v)", c.name, hw.last().Res, hw.last().Err())
+		}
+		dst := c.buf[1024:1044]
+		mustUD(t)(r.ReadFixed(c.fd, dst, 0, c.idx, c.fixed, &hr))
+		waitUntil(t, r, hr.done)
+		if hr.last().Res != 20 || string(dst) != "fixed buffer payload" {
+			t.Fatalf("%s: read fixed: %d %q", c.name, hr.last().Res, dst)
+		}
+	}
+	// A plain read through the registered file, then an empty slot: EBADF.
+	var h1, h2 rec
+	buf := make([]byte, 6)
+	mustUD(t)(r.Read(1, buf, 0, true, &h1))
+	mustUD(t)(r.Read(0, buf, 0, true, &h2))
+	waitUntil(t, r, func() bool { return h1.done() && h2.done() })
+	if h1.last().Res != 6 || string(buf) != "fixed " {
+		t.Fatalf("read registered file: %d %q", h1.last().Res, buf)
+	}
+	wantErrno(t, h2.last(), unix.EBADF)
+	if n, err := r.UpdateFiles(0, []int32{int32(fd)}); err != nil || n != 1 {
+		t.Fatalf("UpdateFiles: %d, %v", n, err)
+	}
+	// Close registered slot 0 through the ring; reading it then fails.
+	var hc, h3 rec
+	sqe, ud, err := r.Start(&hc, nil)
+	must(t, err)
+	sqe.PrepCloseFixed(0)
+	sqe.UserData = ud
+	waitUntil(t, r, hc.done)
+	if hc.last().Res != 0 {
+		t.Fatalf("close fixed: %v", hc.last().Err())
+	}
+	mustUD(t)(r.Read(0, buf, 0, true, &h3))
+	waitUntil(t, r, h3.done)
+	wantErrno(t, h3.last(), unix.EBADF)
+	must(t, r.UnregisterFiles())
+	must(t, r.UnregisterBuffers())
+}
+
+func TestCloseOp(t *testing.T) {
+	r := newRing(t, Options{Entries: 4})
+	var p [2]int
+	must(t, unix.Pipe2(p[:], unix.O_CLOEXEC))
+	defer unix.Close(p[1])
+	var h rec
+	mustUD(t)(r.CloseFd(p[0], &h))
+	waitUntil(t, r, h.done)
+	if h.last().Res != 0 {
+		t.Fatalf("close: %v", h.last().Err())
+	}
+	if _, err := unix.FcntlInt(uintptr(p[0]), unix.F_GETFD, 0); err != unix.EBADF {
+		t.Fatalf("fd still open after close op: %v", err)
+	}
+}
