@@ -37,6 +37,10 @@ type Broker struct {
 	// transaction coordinator is started.
 	txnInit func(r *request, req *kmsg.InitProducerIDRequest) kmsg.Response
 
+	groups *groupCoordinator // set in Start, before serving
+
+	metrics *brokerMetrics // never nil after New
+
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
 	connWG  sync.WaitGroup
@@ -70,7 +74,9 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Broker{cfg: cfg, log: logger, conns: map[*conn]struct{}{}, closing: make(chan struct{}), serveErr: make(chan error, 1)}, nil
+	b := &Broker{cfg: cfg, log: logger, conns: map[*conn]struct{}{}, closing: make(chan struct{}), serveErr: make(chan error, 1)}
+	b.metrics = newBrokerMetrics(b)
+	return b, nil
 }
 
 // Config returns the broker's configuration.
@@ -127,6 +133,10 @@ func (b *Broker) Start() error {
 		return openErr
 	}
 	b.removeOrphanPartitionDirs(im)
+	if err := b.startGroupCoordinator(); err != nil {
+		b.stopShards()
+		return err
+	}
 
 	engineName := b.cfg.IOEngine
 	if engineName != "netpoll" {
@@ -150,6 +160,7 @@ func (b *Broker) Start() error {
 	b.log.Info("ringbroker listening", "addr", eng.Addr().String(), "advertised", fmt.Sprintf("%s:%d", b.cfg.AdvertisedHost, b.cfg.AdvertisedPort),
 		"node.id", b.cfg.NodeID, "log.dirs", b.cfg.LogDir, "shards", b.cfg.Shards, "io.engine", eng.Name(), "log.io.mode", b.cfg.LogIOMode,
 		"topics", len(im.Topics), "startup", time.Since(b.startedAt).Round(time.Millisecond).String())
+	b.metrics.start()
 	return nil
 }
 
@@ -165,6 +176,7 @@ func (b *Broker) Close() error {
 	var err error
 	b.closeOnce.Do(func() {
 		close(b.closing)
+		b.metrics.stopHTTP()
 		if b.engine != nil {
 			b.engine.Close()
 		}

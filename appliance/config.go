@@ -72,7 +72,8 @@ type Config struct {
 	IOEngine                 string // netpoll | uring | auto
 	LogIOMode                string // buffered | direct
 	ConnectionsMaxIdleMs     int64
-	ProducerIDExpirationMs   int64 // producer.id.expiration.ms: idempotent producer state is forgotten after this long idle
+	MetricsListener          string // metrics.listener: host:port of /metrics, /healthz, /readyz; "" or "none" disables
+	ProducerIDExpirationMs   int64  // producer.id.expiration.ms: idempotent producer state is forgotten after this long idle
 
 	// TopicDefaults holds the broker-level defaults of every topic config,
 	// keyed by the topic config name (segment.bytes, retention.ms, ...).
@@ -198,6 +199,7 @@ var brokerDefaults = map[string]string{
 	"socket.request.max.bytes":         "104857600",
 	"log.retention.check.interval.ms":  "300000",
 	"connections.max.idle.ms":          "600000",
+	"metrics.listener":                 "127.0.0.1:9644",
 	"producer.id.expiration.ms":        "86400000",
 	"shards":                           "0",
 	"io.engine":                        "netpoll",
@@ -268,6 +270,7 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 	c.Shards = int(i32("shards"))
 	c.IOEngine = get("io.engine")
 	c.LogIOMode = get("log.io.mode")
+	c.MetricsListener = strings.TrimSpace(get("metrics.listener"))
 	c.ClusterID = props["cluster.id"]
 	if err != nil {
 		return Config{}, err
@@ -393,6 +396,11 @@ func (c *Config) Validate() error {
 	case "buffered", "direct":
 	default:
 		return fmt.Errorf("log.io.mode must be buffered or direct, got %q", c.LogIOMode)
+	}
+	if metricsEnabled(c.MetricsListener) {
+		if _, _, err := net.SplitHostPort(c.MetricsListener); err != nil {
+			return fmt.Errorf("metrics.listener must be host:port, \"\" or none, got %q", c.MetricsListener)
+		}
 	}
 	if c.Shards == 0 {
 		c.Shards = runtime.NumCPU()

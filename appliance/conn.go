@@ -43,6 +43,7 @@ type slot struct {
 	version  int16
 	resp     any // kmsg.Response, *rawResponse, or nil for no response
 	closeNow bool
+	start    time.Time // when dispatched (request latency metrics)
 }
 
 // request is what a handler sees.
@@ -152,7 +153,7 @@ func (c *conn) reader() error {
 // connection must close.
 func (c *conn) dispatch(frame []byte) bool {
 	pr, err := parseFrame(frame)
-	s := &slot{done: make(chan struct{}), corrID: pr.corrID, key: pr.key, version: pr.version}
+	s := &slot{done: make(chan struct{}), corrID: pr.corrID, key: pr.key, version: pr.version, start: time.Now()}
 	if err != nil {
 		s.closeNow = true
 		c.b.log.Warn("closing connection on bad request", "remote", c.remote, "api_key", pr.key, "api_version", pr.version,
@@ -340,6 +341,7 @@ func (c *conn) writer() {
 		if broken {
 			continue
 		}
+		c.b.metrics.requestDone(s.key, s.start, s.resp)
 		if s.closeNow {
 			bw.Flush()
 			c.close()

@@ -75,7 +75,10 @@ func handleFetch(b *Broker, r *request) any {
 		return encodeFetchResponse(r.version, 0, 0, outs)
 	}
 	return deferred(func() any {
-		return b.runFetch(r, req, outs, ins)
+		defer b.metrics.enterFetchPurgatory()()
+		out := b.runFetch(r, req, outs, ins)
+		b.metrics.fetched(outs)
+		return out
 	})
 }
 

@@ -149,6 +149,7 @@ func (p *partition) append(records []byte, acks int16, done func(produceResult))
 	res := produceResult{baseOffset: info.FirstOffset, logAppendTime: info.LogAppendTime, logStartOffset: p.log.LogStartOffset()}
 	if !info.Duplicate {
 		p.wakeWaiters()
+		p.b.metrics.produced(p.topic, info.Bytes, info.NumRecords)
 	}
 	p.unflushed += int64(info.NumRecords)
 	needFlush := p.unflushed >= p.cfg.flushMessages ||
@@ -159,8 +160,10 @@ func (p *partition) append(records []byte, acks int16, done func(produceResult))
 	}
 	p.unflushed = 0
 	p.lastFlush = time.Now()
+	flushStart := p.lastFlush
 	f, _ := p.log.SyncTarget()
 	p.st.committer.Sync(f, func(err error) {
+		p.b.metrics.flushed(flushStart)
 		if err != nil {
 			p.st.loop.Post(func() { p.goOffline(err) })
 			if acks == -1 {

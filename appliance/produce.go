@@ -102,6 +102,7 @@ func handleProduce(b *Broker, r *request) any {
 		return resp
 	}
 	return deferred(func() any {
+		defer b.metrics.enterProducePurgatory(req.Acks)()
 		timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
 		if timeout <= 0 || req.Acks != -1 {
 			timeout = 30 * time.Second
@@ -135,5 +136,5 @@ func handleProduce(b *Broker, r *request) any {
 
 // isInternalTopic reports the topics clients may not produce to directly.
 func isInternalTopic(name string) bool {
-	return name == metadataTopic
+	return name == metadataTopic || name == offsetsTopic
 }

@@ -95,6 +95,9 @@ func run(args []string) error {
 	if err := b.Start(); err != nil {
 		return err
 	}
+	if err := sdNotify("READY=1\nSTATUS=serving Kafka on " + b.Addr().String()); err != nil {
+		logger.Warn("sd_notify READY failed", "err", err)
+	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	select {
@@ -108,5 +111,6 @@ func run(args []string) error {
 		}
 	}
 	signal.Stop(sigs)
+	_ = sdNotify("STOPPING=1")
 	return b.Close()
 }

@@ -1,0 +1,91 @@
+# ringbroker build and test entry points. `make test` is what CI runs (.ci/run);
+# it must stay under 20 minutes on 2 cores.
+
+GO        ?= go
+BIN       := bin
+CONFIG    := config/server.properties
+# Unit packages: everything but the integration suite, which starts the real binary.
+UNIT_PKGS  = $(shell $(GO) list ./... | grep -v '/tests/integration')
+UNIT_TIMEOUT        ?= 8m
+INTEGRATION_TIMEOUT ?= 15m
+FUZZTIME  ?= 30s
+
+.PHONY: all build run test deps vet unit integration bench fuzz lint clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./tools/...
+
+# Starts one broker on 127.0.0.1:9092 (from $(CONFIG)) with its log in ./data.
+run: build
+	./$(BIN)/ringbroker $(CONFIG) --override log.dirs=./data
+
+test: deps vet unit integration
+
+deps:
+	./.ci/deps.sh
+
+vet:
+	$(GO) vet ./...
+
+unit:
+	$(GO) test -race -timeout $(UNIT_TIMEOUT) $(UNIT_PKGS)
+
+# Rerun per engine: RB_ENGINE=uring RB_IO_MODE=direct RB_SHARDS=2 make integration
+integration:
+	$(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) ./tests/integration/...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem $(UNIT_PKGS)
+
+fuzz:
+	FUZZTIME=$(FUZZTIME) ./.ci/fuzz.sh
+
+lint:
+	@out=$$(gofmt -l .); \
+	if [ -n "$$out" ]; then echo "gofmt -l reports:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+clean:
+	rm -rf $(BIN) data bench/results/tmp
+
+# ---- install (operations; see systemd/) ------------------------------------
+# make install [PREFIX=/usr/local] [DESTDIR=/staging]: binaries to
+# $(PREFIX)/bin, the tuning script to $(PREFIX)/sbin, the unit and its example
+# drop-ins to /etc/systemd/system (the unit's paths follow PREFIX), the config
+# to /etc/ringbroker (kept if present), the data directory /var/lib/ringbroker
+# owned by the ringbroker system user (created when missing, without DESTDIR).
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+UNITDIR    ?= /etc/systemd/system
+CONFDIR    ?= /etc/ringbroker
+DATADIR    ?= /var/lib/ringbroker
+RB_USER    ?= ringbroker
+INSTALL_BINS = ringbroker ringctl ringdump
+
+.PHONY: install
+install:
+	mkdir -p $(BIN)
+	$(GO) build -trimpath -o $(BIN)/ $(addprefix ./tools/,$(INSTALL_BINS))
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(UNITDIR)/ringbroker.service.d $(DESTDIR)$(CONFDIR) $(DESTDIR)$(PREFIX)/share/ringbroker/systemd
+	install -m 0755 $(addprefix $(BIN)/,$(INSTALL_BINS)) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 systemd/ringbroker-tune $(DESTDIR)$(PREFIX)/sbin/ringbroker-tune
+	sed -e 's#/usr/local/bin/#$(PREFIX)/bin/#g' -e 's#/usr/local/sbin/#$(PREFIX)/sbin/#g' \
+		-e 's#/etc/ringbroker/#$(CONFDIR)/#g' -e 's#/var/lib/ringbroker#$(DATADIR)#g' \
+		systemd/ringbroker.service > $(DESTDIR)$(UNITDIR)/ringbroker.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/ringbroker.service
+	install -m 0644 systemd/examples/*.conf systemd/grafana-dashboard.json $(DESTDIR)$(PREFIX)/share/ringbroker/systemd/
+	test -e $(DESTDIR)$(CONFDIR)/server.properties || \
+		sed -e 's#^log.dirs=.*#log.dirs=$(DATADIR)#' $(CONFIG) > $(DESTDIR)$(CONFDIR)/server.properties
+	if [ -z "$(DESTDIR)" ]; then \
+		getent group $(RB_USER) >/dev/null || groupadd --system $(RB_USER); \
+		getent passwd $(RB_USER) >/dev/null || useradd --system --gid $(RB_USER) --home-dir $(DATADIR) \
+			--no-create-home --shell /usr/sbin/nologin $(RB_USER); \
+		install -d -m 0750 -o $(RB_USER) -g $(RB_USER) $(DATADIR); \
+		if [ -d /run/systemd/system ]; then systemctl daemon-reload; fi; \
+	else \
+		install -d -m 0750 $(DESTDIR)$(DATADIR); \
+	fi
+	@echo "installed; start with: systemctl enable --now ringbroker"

@@ -1,0 +1,47 @@
+package appliance
+
+// DeleteGroups (key 42), v0-v2.
+//
+// Deletes Empty groups: tombstones for the group's offsets and metadata are
+// appended to __consumer_offsets (acks=-1) and the group is forgotten.
+// A group with members answers NON_EMPTY_GROUP, an unknown one
+// GROUP_ID_NOT_FOUND.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiDef{key: 42, min: 0, max: 2, handle: handleDeleteGroups})
+}
+
+func handleDeleteGroups(b *Broker, r *request) any {
+	req := r.req.(*kmsg.DeleteGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	chans := make([]<-chan any, len(req.Groups))
+	for i, g := range req.Groups {
+		chans[i] = b.groupAsk(g, func(m *groupManager, reply func(any)) {
+			m.deleteGroup(g, func(err *kerr.Error) { reply(err) })
+		})
+	}
+	return deferred(func() any {
+		for i, id := range req.Groups {
+			dg := kmsg.NewDeleteGroupsResponseGroup()
+			dg.Group = id
+			var v any
+			ok := chans[i] != nil
+			if ok {
+				v, ok = b.groupWait(chans[i])
+			}
+			switch {
+			case !ok:
+				dg.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			case v.(*kerr.Error) != nil:
+				dg.ErrorCode = v.(*kerr.Error).Code
+			}
+			resp.Groups = append(resp.Groups, dg)
+		}
+		return resp
+	})
+}

@@ -1,0 +1,65 @@
+package appliance
+
+// DescribeGroups (key 15), v0-v5.
+//
+// A group's state, protocol type and name, and members (client id and
+// host; metadata and assignment while Stable). A group this broker does not
+// know is described as Dead with no error, as Kafka does before v6. v4+
+// carries group.instance.id; authorized operations are not computed (no
+// ACLs), so they stay at Kafka's "not requested" value.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiDef{key: 15, min: 0, max: 5, handle: handleDescribeGroups})
+}
+
+func handleDescribeGroups(b *Broker, r *request) any {
+	req := r.req.(*kmsg.DescribeGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	chans := make([]<-chan any, len(req.Groups))
+	for i, g := range req.Groups {
+		chans[i] = b.groupAsk(g, func(m *groupManager, reply func(any)) { reply(m.describe(g)) })
+	}
+	return deferred(func() any {
+		for i, id := range req.Groups {
+			dg := kmsg.NewDescribeGroupsResponseGroup()
+			dg.Group = id
+			var v any
+			ok := chans[i] != nil
+			if ok {
+				v, ok = b.groupWait(chans[i])
+			}
+			if !ok {
+				dg.ErrorCode = kerr.CoordinatorNotAvailable.Code
+				resp.Groups = append(resp.Groups, dg)
+				continue
+			}
+			s := v.(groupSummary)
+			dg.State, dg.ProtocolType, dg.Protocol = s.state, s.protocolType, s.protocolName
+			if id == "" {
+				dg.ErrorCode = kerr.InvalidGroupID.Code
+			}
+			for _, m := range s.members {
+				dm := kmsg.NewDescribeGroupsResponseGroupMember()
+				dm.MemberID, dm.ClientID, dm.ClientHost = m.id, m.clientID, m.clientHost
+				if m.instanceID != "" {
+					dm.InstanceID = strPtr(m.instanceID)
+				}
+				dm.ProtocolMetadata, dm.MemberAssignment = m.metadata, m.assignment
+				if dm.ProtocolMetadata == nil {
+					dm.ProtocolMetadata = []byte{}
+				}
+				if dm.MemberAssignment == nil {
+					dm.MemberAssignment = []byte{}
+				}
+				dg.Members = append(dg.Members, dm)
+			}
+			resp.Groups = append(resp.Groups, dg)
+		}
+		return resp
+	})
+}

@@ -1,0 +1,56 @@
+package appliance
+
+// FindCoordinator (key 10), v0-v6.
+//
+// Group keys (type 0) are coordinated by this broker, the leader of every
+// __consumer_offsets partition: the answer is our node id and advertised
+// address. Transaction keys (type 1) answer COORDINATOR_NOT_AVAILABLE until
+// the transaction coordinator exists; other types INVALID_REQUEST. v4+
+// batches keys (KIP-699) and answers one coordinator per key.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiDef{key: 10, min: 0, max: 6, handle: handleFindCoordinator})
+}
+
+func handleFindCoordinator(b *Broker, r *request) any {
+	req := r.req.(*kmsg.FindCoordinatorRequest)
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	answer := func(key string) kmsg.FindCoordinatorResponseCoordinator {
+		c := kmsg.NewFindCoordinatorResponseCoordinator()
+		c.Key = key
+		c.NodeID, c.Port = -1, -1
+		var err *kerr.Error
+		switch {
+		case req.CoordinatorType == 0 && !b.groupsReady():
+			err = kerr.CoordinatorNotAvailable
+		case req.CoordinatorType == 0:
+			c.NodeID, c.Host, c.Port = b.cfg.NodeID, b.cfg.AdvertisedHost, b.cfg.AdvertisedPort
+		case req.CoordinatorType == 1:
+			err = kerr.CoordinatorNotAvailable
+		default:
+			err = kerr.InvalidRequest
+		}
+		if err != nil {
+			c.ErrorCode = err.Code
+			c.ErrorMessage = strPtr(err.Message)
+		}
+		return c
+	}
+	if r.version >= 4 {
+		for _, k := range req.CoordinatorKeys {
+			resp.Coordinators = append(resp.Coordinators, answer(k))
+		}
+		return resp
+	}
+	c := answer(req.CoordinatorKey)
+	resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = c.ErrorCode, c.NodeID, c.Host, c.Port
+	if c.ErrorCode != 0 {
+		resp.ErrorMessage = c.ErrorMessage
+	}
+	return resp
+}

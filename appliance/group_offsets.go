@@ -1,0 +1,542 @@
+package appliance
+
+// Committed offsets and the group admin operations of a groupManager, and
+// the __consumer_offsets record schemas: OffsetCommitKey v1 with
+// OffsetCommitValue v3, GroupMetadataKey v2 with GroupMetadataValue v3
+// (Kafka's own schemas, so the log reads like Kafka's); a key with a null
+// value is a tombstone. Records are applied to memory only after their
+// durable append (acks=-1), and replayed from the log at start.
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func offsetCommitKey(group, topic string, partition int32) []byte {
+	k := kmsg.OffsetCommitKey{Version: 1, Group: group, Topic: topic, Partition: partition}
+	return k.AppendTo(nil)
+}
+
+func offsetCommitRecord(group string, tp groupTP, o groupOffset) kmsg.Record {
+	v := kmsg.OffsetCommitValue{Version: 3, Offset: o.offset, LeaderEpoch: o.leaderEpoch, Metadata: o.metadata, CommitTimestamp: o.commitTime}
+	return kmsg.Record{Key: offsetCommitKey(group, tp.topic, tp.partition), Value: v.AppendTo(nil)}
+}
+
+func groupMetadataKey(group string) []byte {
+	k := kmsg.GroupMetadataKey{Version: 2, Group: group}
+	return k.AppendTo(nil)
+}
+
+func groupMetadataRecord(g *group, now time.Time) kmsg.Record {
+	assign := map[string][]byte{}
+	for id, m := range g.members {
+		assign[id] = m.assignment
+	}
+	return groupMetadataRecordWith(g, now, assign)
+}
+
+// groupMetadataRecordWith encodes g with the given assignments.
+func groupMetadataRecordWith(g *group, now time.Time, assign map[string][]byte) kmsg.Record {
+	v := kmsg.NewGroupMetadataValue()
+	v.Version = 3
+	v.ProtocolType = g.protocolType
+	v.Generation = g.generation
+	if g.protocolName != "" {
+		p := g.protocolName
+		v.Protocol = &p
+	}
+	if g.leader != "" {
+		l := g.leader
+		v.Leader = &l
+	}
+	v.CurrentStateTimestamp = now.UnixMilli()
+	for _, m := range g.sortedMembers() {
+		vm := kmsg.NewGroupMetadataValueMember()
+		vm.MemberID = m.id
+		if m.instanceID != "" {
+			iid := m.instanceID
+			vm.InstanceID = &iid
+		}
+		vm.ClientID, vm.ClientHost = m.clientID, m.clientHost
+		vm.RebalanceTimeoutMillis = int32(m.rebalanceTimeout / time.Millisecond)
+		vm.SessionTimeoutMillis = int32(m.sessionTimeout / time.Millisecond)
+		md, _ := m.metadataFor(g.protocolName)
+		vm.Subscription = md
+		vm.Assignment = assign[m.id]
+		if vm.Assignment == nil {
+			vm.Assignment = []byte{}
+		}
+		if vm.Subscription == nil {
+			vm.Subscription = []byte{}
+		}
+		v.Members = append(v.Members, vm)
+	}
+	return kmsg.Record{Key: groupMetadataKey(g.id), Value: v.AppendTo(nil)}
+}
+
+// offsetCommitItem is one partition of an OffsetCommit that passed the
+// handler's checks (known topic and partition).
+type offsetCommitItem struct {
+	topic       string
+	partition   int32
+	offset      int64
+	leaderEpoch int32
+	metadata    string
+	expireTime  int64 // ms, -1 for the retention
+}
+
+type offsetCommitArgs struct {
+	group, memberID, instanceID string
+	generation                  int32
+	items                       []offsetCommitItem
+}
+
+// commitOffsets handles an OffsetCommit; done gets one error per item
+// (nil when committed), after the records are durable.
+func (m *groupManager) commitOffsets(a offsetCommitArgs, done func([]*kerr.Error)) {
+	all := func(err *kerr.Error) {
+		out := make([]*kerr.Error, len(a.items))
+		for i := range out {
+			out[i] = err
+		}
+		done(out)
+	}
+	if a.group == "" {
+		all(kerr.InvalidGroupID)
+		return
+	}
+	g := m.groups[a.group]
+	if g == nil {
+		if a.generation >= 0 {
+			all(kerr.IllegalGeneration)
+			return
+		}
+		g = m.newGroup(a.group)
+	}
+	switch {
+	case g.state == groupDead:
+		all(kerr.CoordinatorNotAvailable)
+		return
+	case g.fenced(a.instanceID, a.memberID):
+		all(kerr.FencedInstanceID)
+		return
+	case a.generation < 0 && g.state == groupEmpty:
+		// A simple (standalone) consumer committing.
+	case g.state == groupCompletingRebalance:
+		all(kerr.RebalanceInProgress)
+		return
+	case g.members[a.memberID] == nil:
+		all(kerr.UnknownMemberID)
+		return
+	case a.generation != g.generation:
+		all(kerr.IllegalGeneration)
+		return
+	default:
+		mem := g.members[a.memberID]
+		if mem.joinDone == nil && !g.pendingSync[mem.id] {
+			m.scheduleHeartbeat(g, mem, mem.sessionTimeout)
+		}
+	}
+	out := make([]*kerr.Error, len(a.items))
+	now := m.env.now().UnixMilli()
+	var recs []kmsg.Record
+	var ok []int
+	var vals []groupOffset
+	for i, it := range a.items {
+		if len(it.metadata) > m.cfg.maxMetadataBytes {
+			out[i] = kerr.OffsetMetadataTooLarge
+			continue
+		}
+		m.commitSeq++
+		o := groupOffset{offset: it.offset, leaderEpoch: it.leaderEpoch, metadata: it.metadata, commitTime: now, expireTime: it.expireTime, seq: m.commitSeq}
+		recs = append(recs, offsetCommitRecord(a.group, groupTP{it.topic, it.partition}, o))
+		ok = append(ok, i)
+		vals = append(vals, o)
+	}
+	if len(recs) == 0 {
+		done(out)
+		return
+	}
+	m.env.persist(recs, func(err error) {
+		if err != nil {
+			for _, i := range ok {
+				out[i] = kerr.NotCoordinator
+			}
+			done(out)
+			return
+		}
+		if m.groups[a.group] == g {
+			for j, i := range ok {
+				tp := groupTP{a.items[i].topic, a.items[i].partition}
+				if cur, have := g.offsets[tp]; !have || cur.seq < vals[j].seq {
+					g.offsets[tp] = vals[j]
+				}
+			}
+		}
+		done(out)
+	})
+}
+
+// fetchedOffset is one partition of an OffsetFetch answer.
+type fetchedOffset struct {
+	topic       string
+	partition   int32
+	offset      int64
+	leaderEpoch int32
+	metadata    string
+}
+
+// fetchOffsets answers an OffsetFetch for one group; topics nil means every
+// committed partition. Unknown groups and partitions give offset -1.
+func (m *groupManager) fetchOffsets(groupID string, topics map[string][]int32, order []string) []fetchedOffset {
+	g := m.groups[groupID]
+	var out []fetchedOffset
+	if topics == nil {
+		if g == nil {
+			return nil
+		}
+		for tp, o := range g.offsets {
+			out = append(out, fetchedOffset{tp.topic, tp.partition, o.offset, o.leaderEpoch, o.metadata})
+		}
+		sort.Slice(out, func(i, j int) bool {
+			if out[i].topic != out[j].topic {
+				return out[i].topic < out[j].topic
+			}
+			return out[i].partition < out[j].partition
+		})
+		return out
+	}
+	for _, t := range order {
+		for _, p := range topics[t] {
+			f := fetchedOffset{topic: t, partition: p, offset: -1, leaderEpoch: -1}
+			if g != nil {
+				if o, ok := g.offsets[groupTP{t, p}]; ok {
+					f.offset, f.leaderEpoch, f.metadata = o.offset, o.leaderEpoch, o.metadata
+				}
+			}
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// groupSummary is one group as ListGroups and DescribeGroups show it.
+type groupSummary struct {
+	id, state, protocolType, protocolName string
+	members                               []memberSummary
+}
+
+type memberSummary struct {
+	id, instanceID, clientID, clientHost string
+	metadata, assignment                 []byte
+}
+
+func (m *groupManager) describe(groupID string) groupSummary {
+	g := m.groups[groupID]
+	if g == nil {
+		return groupSummary{id: groupID, state: groupDead.String()}
+	}
+	s := groupSummary{id: g.id, state: g.state.String(), protocolType: g.protocolType}
+	if g.state == groupStable || g.state == groupCompletingRebalance {
+		s.protocolName = g.protocolName
+	}
+	for _, mem := range g.sortedMembers() {
+		ms := memberSummary{id: mem.id, instanceID: mem.instanceID, clientID: mem.clientID, clientHost: mem.clientHost}
+		if g.state == groupStable {
+			ms.metadata, _ = mem.metadataFor(g.protocolName)
+			ms.assignment = mem.assignment
+		}
+		s.members = append(s.members, ms)
+	}
+	return s
+}
+
+func (m *groupManager) list() []groupSummary {
+	var out []groupSummary
+	for _, g := range m.groups {
+		if g.state == groupDead {
+			continue
+		}
+		out = append(out, groupSummary{id: g.id, state: g.state.String(), protocolType: g.protocolType})
+	}
+	return out
+}
+
+// deleteGroup handles one group of a DeleteGroups.
+func (m *groupManager) deleteGroup(groupID string, done func(*kerr.Error)) {
+	g := m.groups[groupID]
+	switch {
+	case groupID == "":
+		done(kerr.InvalidGroupID)
+		return
+	case g == nil || g.state == groupDead:
+		done(kerr.GroupIDNotFound)
+		return
+	case g.state != groupEmpty:
+		done(kerr.NonEmptyGroup)
+		return
+	}
+	recs := m.tombstones(g, nil)
+	recs = append(recs, kmsg.Record{Key: groupMetadataKey(g.id)})
+	m.transition(g, groupDead)
+	m.env.persist(recs, func(err error) {
+		if err != nil {
+			m.transition(g, groupEmpty)
+			done(kerr.CoordinatorNotAvailable)
+			return
+		}
+		if m.groups[groupID] == g {
+			delete(m.groups, groupID)
+		}
+		done(nil)
+	})
+}
+
+// tombstones deletes the offsets of g for which keep returns false (all when keep is nil).
+func (m *groupManager) tombstones(g *group, del func(groupTP) bool) []kmsg.Record {
+	var tps []groupTP
+	for tp := range g.offsets {
+		if del == nil || del(tp) {
+			tps = append(tps, tp)
+		}
+	}
+	sort.Slice(tps, func(i, j int) bool {
+		if tps[i].topic != tps[j].topic {
+			return tps[i].topic < tps[j].topic
+		}
+		return tps[i].partition < tps[j].partition
+	})
+	recs := make([]kmsg.Record, 0, len(tps))
+	for _, tp := range tps {
+		recs = append(recs, kmsg.Record{Key: offsetCommitKey(g.id, tp.topic, tp.partition)})
+	}
+	return recs
+}
+
+// subscribedTopics is the union of the consumer-protocol subscriptions of
+// g's members; ok is false when g does not use the consumer protocol.
+func (g *group) subscribedTopics() (map[string]bool, bool) {
+	if g.protocolType != "consumer" || g.protocolName == "" {
+		return nil, false
+	}
+	out := map[string]bool{}
+	for _, mem := range g.members {
+		md, _ := mem.metadataFor(g.protocolName)
+		var cm kmsg.ConsumerMemberMetadata
+		if err := cm.ReadFrom(md); err != nil {
+			return nil, false
+		}
+		for _, t := range cm.Topics {
+			out[t] = true
+		}
+	}
+	return out, true
+}
+
+// deleteOffsets handles an OffsetDelete: a group error, or one error per
+// partition.
+func (m *groupManager) deleteOffsets(groupID string, tps []groupTP, done func(*kerr.Error, []*kerr.Error)) {
+	g := m.groups[groupID]
+	switch {
+	case groupID == "":
+		done(kerr.InvalidGroupID, nil)
+		return
+	case g == nil || g.state == groupDead:
+		done(kerr.GroupIDNotFound, nil)
+		return
+	}
+	out := make([]*kerr.Error, len(tps))
+	var subscribed map[string]bool
+	if g.state != groupEmpty {
+		s, ok := g.subscribedTopics()
+		if !ok {
+			done(kerr.NonEmptyGroup, nil)
+			return
+		}
+		subscribed = s
+	}
+	del := map[groupTP]bool{}
+	for i, tp := range tps {
+		if subscribed[tp.topic] {
+			out[i] = kerr.GroupSubscribedToTopic
+			continue
+		}
+		if _, ok := g.offsets[tp]; ok {
+			del[tp] = true
+		}
+	}
+	if len(del) == 0 {
+		done(nil, out)
+		return
+	}
+	recs := m.tombstones(g, func(tp groupTP) bool { return del[tp] })
+	m.env.persist(recs, func(err error) {
+		if err != nil {
+			done(kerr.CoordinatorNotAvailable, nil)
+			return
+		}
+		for tp := range del {
+			delete(g.offsets, tp)
+		}
+		done(nil, out)
+	})
+}
+
+// expireOffsets drops the offsets of Empty groups older than
+// offsets.retention.minutes (from the time the group became empty for
+// consumer groups, from the commit for standalone ones), and then removes
+// Empty groups left without offsets.
+func (m *groupManager) expireOffsets() {
+	now := m.env.now()
+	nowMs := now.UnixMilli()
+	ret := m.cfg.offsetsRetention.Milliseconds()
+	ids := make([]string, 0, len(m.groups))
+	for id := range m.groups {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		g := m.groups[id]
+		if g.state != groupEmpty || len(g.pending) > 0 {
+			continue
+		}
+		expired := func(tp groupTP) bool {
+			o := g.offsets[tp]
+			if o.expireTime > 0 {
+				return o.expireTime <= nowMs
+			}
+			base := o.commitTime
+			if g.protocolType != "" {
+				base = max(base, g.stateTime.UnixMilli())
+			}
+			return base+ret <= nowMs
+		}
+		recs := m.tombstones(g, expired)
+		removeGroup := len(recs) == len(g.offsets)
+		if removeGroup {
+			recs = append(recs, kmsg.Record{Key: groupMetadataKey(g.id)})
+		}
+		if len(recs) == 0 {
+			continue
+		}
+		for tp := range g.offsets {
+			if expired(tp) {
+				delete(g.offsets, tp)
+			}
+		}
+		if removeGroup {
+			m.transition(g, groupDead)
+			delete(m.groups, id)
+		}
+		m.env.persist(recs, func(error) {})
+	}
+}
+
+// loadRecord applies one record replayed from the partition's log.
+func (m *groupManager) loadRecord(key, value []byte) error {
+	if len(key) < 2 {
+		return fmt.Errorf("cannot read __consumer_offsets key of %d bytes", len(key))
+	}
+	version := int16(key[0])<<8 | int16(key[1])
+	switch version {
+	case 0, 1:
+		var k kmsg.OffsetCommitKey
+		if err := k.ReadFrom(key); err != nil {
+			return fmt.Errorf("cannot read offset commit key: %w", err)
+		}
+		tp := groupTP{k.Topic, k.Partition}
+		g := m.groups[k.Group]
+		if value == nil {
+			if g != nil {
+				delete(g.offsets, tp)
+			}
+			return nil
+		}
+		var v kmsg.OffsetCommitValue
+		if err := v.ReadFrom(value); err != nil {
+			return fmt.Errorf("cannot read offset commit value of group %q: %w", k.Group, err)
+		}
+		if g == nil {
+			g = m.newGroup(k.Group)
+		}
+		exp := int64(-1)
+		if v.Version == 1 {
+			exp = v.ExpireTimestamp
+		}
+		le := v.LeaderEpoch
+		if v.Version < 3 {
+			le = -1
+		}
+		m.commitSeq++
+		g.offsets[tp] = groupOffset{offset: v.Offset, leaderEpoch: le, metadata: v.Metadata, commitTime: v.CommitTimestamp, expireTime: exp, seq: m.commitSeq}
+	case 2:
+		var k kmsg.GroupMetadataKey
+		if err := k.ReadFrom(key); err != nil {
+			return fmt.Errorf("cannot read group metadata key: %w", err)
+		}
+		if value == nil {
+			delete(m.groups, k.Group)
+			return nil
+		}
+		var v kmsg.GroupMetadataValue
+		if err := v.ReadFrom(value); err != nil {
+			return fmt.Errorf("cannot read group metadata of %q: %w", k.Group, err)
+		}
+		g := m.groups[k.Group]
+		if g == nil {
+			g = m.newGroup(k.Group)
+		}
+		g.protocolType = v.ProtocolType
+		g.generation = v.Generation
+		g.protocolName, g.leader = "", ""
+		if v.Protocol != nil {
+			g.protocolName = *v.Protocol
+		}
+		if v.Leader != nil {
+			g.leader = *v.Leader
+		}
+		if v.CurrentStateTimestamp > 0 {
+			g.stateTime = time.UnixMilli(v.CurrentStateTimestamp)
+		}
+		clear(g.members)
+		clear(g.static)
+		for _, vm := range v.Members {
+			m.seq++
+			mem := &groupMember{seq: m.seq, id: vm.MemberID, clientID: vm.ClientID, clientHost: vm.ClientHost,
+				sessionTimeout:   time.Duration(vm.SessionTimeoutMillis) * time.Millisecond,
+				rebalanceTimeout: time.Duration(vm.RebalanceTimeoutMillis) * time.Millisecond,
+				protocolType:     v.ProtocolType, assignment: vm.Assignment}
+			if mem.rebalanceTimeout <= 0 {
+				mem.rebalanceTimeout = mem.sessionTimeout
+			}
+			if vm.InstanceID != nil {
+				mem.instanceID = *vm.InstanceID
+				g.static[mem.instanceID] = mem.id
+			}
+			mem.protocols = []groupProtocol{{name: g.protocolName, metadata: vm.Subscription}}
+			g.members[mem.id] = mem
+		}
+		if len(g.members) > 0 {
+			g.state = groupStable
+		} else {
+			g.state = groupEmpty
+		}
+	default:
+		// A record type we do not know (a newer Kafka's): skip it.
+	}
+	return nil
+}
+
+// finishLoad starts the session timers of the loaded members: a member that
+// does not heartbeat within its session timeout after a restart is removed.
+func (m *groupManager) finishLoad() {
+	for _, g := range m.groups {
+		for _, mem := range g.sortedMembers() {
+			m.scheduleHeartbeat(g, mem, mem.sessionTimeout)
+		}
+	}
+}

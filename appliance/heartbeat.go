@@ -1,0 +1,41 @@
+package appliance
+
+// Heartbeat (key 12), v0-v4.
+//
+// Keeps a member's session alive. REBALANCE_IN_PROGRESS tells the member
+// to rejoin; UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION and (v3+, static
+// members) FENCED_INSTANCE_ID tell it its membership is gone.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiDef{key: 12, min: 0, max: 4, handle: handleHeartbeat})
+}
+
+func handleHeartbeat(b *Broker, r *request) any {
+	req := r.req.(*kmsg.HeartbeatRequest)
+	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	instance := ""
+	if req.InstanceID != nil {
+		instance = *req.InstanceID
+	}
+	ch := b.groupAsk(req.Group, func(m *groupManager, reply func(any)) {
+		reply(m.heartbeat(req.Group, req.MemberID, instance, req.Generation))
+	})
+	if ch == nil {
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return resp
+	}
+	return deferred(func() any {
+		v, ok := b.groupWait(ch)
+		if !ok {
+			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		} else if err := v.(*kerr.Error); err != nil {
+			resp.ErrorCode = err.Code
+		}
+		return resp
+	})
+}

@@ -1,0 +1,73 @@
+package appliance
+
+// ListGroups (key 16), v0-v5.
+//
+// Every group this broker coordinates (all of them: it leads every
+// __consumer_offsets partition), with its protocol type; v4+ adds the state
+// and filters by state (KIP-518, case-insensitive), v5+ adds the group type
+// ("classic") and filters by type (KIP-848).
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiDef{key: 16, min: 0, max: 5, handle: handleListGroups})
+}
+
+func handleListGroups(b *Broker, r *request) any {
+	req := r.req.(*kmsg.ListGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	gc := b.groups
+	if gc == nil {
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return resp
+	}
+	chans := make([]chan []groupSummary, 0, len(gc.parts))
+	for _, op := range gc.parts {
+		ch := make(chan []groupSummary, 1)
+		chans = append(chans, ch)
+		mgr := op.mgr
+		gc.post(op.st, func() { ch <- mgr.list() })
+	}
+	match := func(filter []string, v string) bool {
+		if len(filter) == 0 {
+			return true
+		}
+		for _, f := range filter {
+			if strings.EqualFold(f, v) {
+				return true
+			}
+		}
+		return false
+	}
+	return deferred(func() any {
+		var all []groupSummary
+		for _, ch := range chans {
+			select {
+			case gs := <-ch:
+				all = append(all, gs...)
+			case <-b.closing:
+				resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+				return resp
+			}
+		}
+		sort.Slice(all, func(i, j int) bool { return all[i].id < all[j].id })
+		for _, g := range all {
+			if r.version >= 4 && !match(req.StatesFilter, g.state) {
+				continue
+			}
+			if r.version >= 5 && !match(req.TypesFilter, "classic") {
+				continue
+			}
+			lg := kmsg.NewListGroupsResponseGroup()
+			lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.id, g.protocolType, g.state, "classic"
+			resp.Groups = append(resp.Groups, lg)
+		}
+		return resp
+	})
+}

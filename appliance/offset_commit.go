@@ -1,0 +1,102 @@
+package appliance
+
+// OffsetCommit (key 8), v0-v9.
+//
+// Commits are appended to the group's __consumer_offsets partition as
+// OffsetCommitKey v1 / OffsetCommitValue v3 records with acks=-1 and
+// answered after the fdatasync. A commit from a group member is checked
+// against the group (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
+// REBALANCE_IN_PROGRESS while completing a rebalance, FENCED_INSTANCE_ID for
+// a replaced static member, v7+); generation -1 with an empty member id is a
+// standalone commit, allowed while the group is Empty or does not exist.
+// Partitions of unknown topics answer UNKNOWN_TOPIC_OR_PARTITION, metadata
+// over offset.metadata.max.bytes OFFSET_METADATA_TOO_LARGE. v1's per
+// partition timestamp and v2-v4's retention_time set an explicit expiry.
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiDef{key: 8, min: 0, max: 9, handle: handleOffsetCommit})
+}
+
+func handleOffsetCommit(b *Broker, r *request) any {
+	req := r.req.(*kmsg.OffsetCommitRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	im := b.currentImage()
+	a := offsetCommitArgs{group: req.Group, memberID: req.MemberID, generation: req.Generation}
+	if r.version == 0 {
+		a.generation, a.memberID = -1, ""
+	}
+	if req.InstanceID != nil {
+		a.instanceID = *req.InstanceID
+	}
+	now := time.Now().UnixMilli()
+	type slot struct{ ti, pi int }
+	var slots []slot
+	for ti, t := range req.Topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		topic := im.Topics[t.Topic]
+		for pi, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition = p.Partition
+			if topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions) {
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			} else {
+				it := offsetCommitItem{topic: t.Topic, partition: p.Partition, offset: p.Offset, leaderEpoch: -1, expireTime: -1}
+				if r.version >= 6 {
+					it.leaderEpoch = p.LeaderEpoch
+				}
+				if p.Metadata != nil {
+					it.metadata = *p.Metadata
+				}
+				if r.version == 1 && p.Timestamp > 0 {
+					it.expireTime = p.Timestamp + b.groups.cfg.offsetsRetention.Milliseconds()
+				}
+				if r.version >= 2 && r.version <= 4 && req.RetentionTimeMillis > 0 {
+					it.expireTime = now + req.RetentionTimeMillis
+				}
+				a.items = append(a.items, it)
+				slots = append(slots, slot{ti, pi})
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	setAll := func(errs []*kerr.Error) kmsg.Response {
+		for i, s := range slots {
+			if i < len(errs) && errs[i] != nil {
+				resp.Topics[s.ti].Partitions[s.pi].ErrorCode = errs[i].Code
+			}
+		}
+		return resp
+	}
+	failAll := func(err *kerr.Error) kmsg.Response {
+		errs := make([]*kerr.Error, len(slots))
+		for i := range errs {
+			errs[i] = err
+		}
+		return setAll(errs)
+	}
+	if len(a.items) == 0 {
+		return resp
+	}
+	ch := b.groupAsk(req.Group, func(m *groupManager, reply func(any)) {
+		m.commitOffsets(a, func(errs []*kerr.Error) { reply(errs) })
+	})
+	if ch == nil {
+		return failAll(kerr.CoordinatorNotAvailable)
+	}
+	return deferred(func() any {
+		v, ok := b.groupWait(ch)
+		if !ok {
+			return failAll(kerr.CoordinatorNotAvailable)
+		}
+		return setAll(v.([]*kerr.Error))
+	})
+}

@@ -1,0 +1,76 @@
+package appliance
+
+// OffsetDelete (key 47), v0 (KIP-496).
+//
+// Deletes committed offsets of a group (tombstones, acks=-1). A partition
+// of a topic that an active member subscribes to (read from the consumer
+// protocol's subscription metadata) answers GROUP_SUBSCRIBED_TO_TOPIC; an
+// unknown topic UNKNOWN_TOPIC_OR_PARTITION; an unknown group
+// GROUP_ID_NOT_FOUND; a non-empty group that does not use the consumer
+// protocol NON_EMPTY_GROUP.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiDef{key: 47, min: 0, max: 0, handle: handleOffsetDelete})
+}
+
+type offsetDeleteAnswer struct {
+	top *kerr.Error
+	per []*kerr.Error
+}
+
+func handleOffsetDelete(b *Broker, r *request) any {
+	req := r.req.(*kmsg.OffsetDeleteRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	im := b.currentImage()
+	type slot struct{ ti, pi int }
+	var slots []slot
+	var tps []groupTP
+	for ti, t := range req.Topics {
+		rt := kmsg.NewOffsetDeleteResponseTopic()
+		rt.Topic = t.Topic
+		topic := im.Topics[t.Topic]
+		for pi, p := range t.Partitions {
+			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			rp.Partition = p.Partition
+			if topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions) {
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			} else {
+				slots = append(slots, slot{ti, pi})
+				tps = append(tps, groupTP{t.Topic, p.Partition})
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	ch := b.groupAsk(req.Group, func(m *groupManager, reply func(any)) {
+		m.deleteOffsets(req.Group, tps, func(top *kerr.Error, per []*kerr.Error) { reply(offsetDeleteAnswer{top, per}) })
+	})
+	if ch == nil {
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return resp
+	}
+	return deferred(func() any {
+		v, ok := b.groupWait(ch)
+		if !ok {
+			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			return resp
+		}
+		a := v.(offsetDeleteAnswer)
+		if a.top != nil {
+			resp.ErrorCode = a.top.Code
+			resp.Topics = nil
+			return resp
+		}
+		for i, s := range slots {
+			if i < len(a.per) && a.per[i] != nil {
+				resp.Topics[s.ti].Partitions[s.pi].ErrorCode = a.per[i].Code
+			}
+		}
+		return resp
+	})
+}

@@ -1,0 +1,119 @@
+package appliance
+
+// OffsetFetch (key 9), v0-v9.
+//
+// Returns a group's committed offsets and their metadata strings. A group
+// or partition without a commit answers offset -1 with no error. A null
+// topic list (v2+) returns every committed partition. v8+ asks for several
+// groups at once (each answered by its own coordinator shard). v7+
+// require_stable has nothing to wait for until transactions exist.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiDef{key: 9, min: 0, max: 9, handle: handleOffsetFetch})
+}
+
+type offsetFetchAnswer struct {
+	err *kerr.Error
+	out []fetchedOffset
+}
+
+// askOffsets starts a fetch for one group; topics nil asks for all.
+func (b *Broker) askOffsets(group string, topics map[string][]int32, order []string) <-chan any {
+	return b.groupAsk(group, func(m *groupManager, reply func(any)) {
+		reply(offsetFetchAnswer{out: m.fetchOffsets(group, topics, order)})
+	})
+}
+
+func waitOffsets(b *Broker, ch <-chan any) offsetFetchAnswer {
+	if ch == nil {
+		return offsetFetchAnswer{err: kerr.CoordinatorNotAvailable}
+	}
+	v, ok := b.groupWait(ch)
+	if !ok {
+		return offsetFetchAnswer{err: kerr.CoordinatorNotAvailable}
+	}
+	return v.(offsetFetchAnswer)
+}
+
+func handleOffsetFetch(b *Broker, r *request) any {
+	req := r.req.(*kmsg.OffsetFetchRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	if r.version >= 8 {
+		chans := make([]<-chan any, len(req.Groups))
+		for i, g := range req.Groups {
+			var topics map[string][]int32
+			var order []string
+			if g.Topics != nil {
+				topics = map[string][]int32{}
+				for _, t := range g.Topics {
+					if _, ok := topics[t.Topic]; !ok {
+						order = append(order, t.Topic)
+					}
+					topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
+				}
+			}
+			chans[i] = b.askOffsets(g.Group, topics, order)
+		}
+		return deferred(func() any {
+			for i, g := range req.Groups {
+				ans := waitOffsets(b, chans[i])
+				rg := kmsg.NewOffsetFetchResponseGroup()
+				rg.Group = g.Group
+				if ans.err != nil {
+					rg.ErrorCode = ans.err.Code
+				}
+				for _, o := range ans.out {
+					if n := len(rg.Topics); n == 0 || rg.Topics[n-1].Topic != o.topic {
+						rt := kmsg.NewOffsetFetchResponseGroupTopic()
+						rt.Topic = o.topic
+						rg.Topics = append(rg.Topics, rt)
+					}
+					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = o.partition, o.offset, o.leaderEpoch, strPtr(o.metadata)
+					rt := &rg.Topics[len(rg.Topics)-1]
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				resp.Groups = append(resp.Groups, rg)
+			}
+			return resp
+		})
+	}
+	var topics map[string][]int32
+	var order []string
+	if req.Topics != nil || r.version < 2 {
+		topics = map[string][]int32{}
+		for _, t := range req.Topics {
+			if _, ok := topics[t.Topic]; !ok {
+				order = append(order, t.Topic)
+			}
+			topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
+		}
+	}
+	ch := b.askOffsets(req.Group, topics, order)
+	return deferred(func() any {
+		ans := waitOffsets(b, ch)
+		if ans.err != nil {
+			resp.ErrorCode = ans.err.Code
+		}
+		for _, o := range ans.out {
+			if n := len(resp.Topics); n == 0 || resp.Topics[n-1].Topic != o.topic {
+				rt := kmsg.NewOffsetFetchResponseTopic()
+				rt.Topic = o.topic
+				resp.Topics = append(resp.Topics, rt)
+			}
+			rp := kmsg.NewOffsetFetchResponseTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = o.partition, o.offset, o.leaderEpoch, strPtr(o.metadata)
+			if ans.err != nil {
+				rp.ErrorCode = ans.err.Code
+			}
+			rt := &resp.Topics[len(resp.Topics)-1]
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		return resp
+	})
+}
