@@ -30,8 +30,8 @@ type Log struct {
 	dec     decompressor
 	// producers is the idempotent-producer state by producer id (KIP-98).
 	producers map[int64]*ProducerEntry
-	hdr     [BatchHeaderSize]byte // scratch for batch headers
-	scratch []byte                // scratch for index entries
+	hdr       [BatchHeaderSize]byte // scratch for batch headers
+	scratch   []byte                // scratch for index entries
 }
 
 // Open opens or creates the partition log in dir (created if missing) and

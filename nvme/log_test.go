@@ -411,7 +411,11 @@ func TestRetention(t *testing.T) {
 	}
 	t.Run("bytes", func(t *testing.T) {
 		// The delay must outlast the checks below that the file was renamed.
-		l, _ := newLog(t, func(o *Options) { o.RetentionBytes = 2500; o.RetentionMs = -1; o.FileDeleteDelay = 500 * time.Millisecond })
+		l, _ := newLog(t, func(o *Options) {
+			o.RetentionBytes = 2500
+			o.RetentionMs = -1
+			o.FileDeleteDelay = 500 * time.Millisecond
+		})
 		appendN(t, l, 40, 2, 100, 10_000_000)
 		before := l.Segments()
 		chunk, err := l.Read(0, 100, 1<<62, true) // a chunk in flight on the first segment

@@ -3,8 +3,8 @@ package integration
 import (
 	"context"
 	"encoding/binary"
-	"hash/crc32"
 	"fmt"
+	"hash/crc32"
 	"testing"
 	"time"
 
