@@ -273,7 +273,7 @@ func (h *healthyTraffic) check(t *testing.T) {
 		return !h.b.Running() || len(h.errors()) > 0 || (h.produced.Load() >= p0+3 && h.consumed.Load() >= c0+3)
 	})
 	if !h.b.Running() {
-		t.Fatalf("broker exited (%s)\n%s", h.b.exitDesc(), h.b.tail())
+		t.Fatalf("broker exited (%s)", h.b.exitDesc())
 	}
 	if errs := h.errors(); len(errs) > 0 {
 		t.Fatalf("healthy client failed: %v", errs)
@@ -460,7 +460,7 @@ func TestBadInput(t *testing.T) {
 			tc.run(t, c)
 			c.Close()
 			if !b.Running() {
-				t.Fatalf("broker exited (%s)\n%s", b.exitDesc(), b.tail())
+				t.Fatalf("broker exited (%s)", b.exitDesc())
 			}
 			h.check(t)
 		})

@@ -280,14 +280,14 @@ func (b *Broker) waitReady() {
 	var lastErr error
 	for attempt := 0; attempt < int(readyTimeout/pollInterval)+1; attempt++ {
 		if !b.Running() {
-			b.t.Fatalf("broker %s exited during start-up (%s); last probe error: %v\n%s",
-				b.Addr, b.exitDesc(), lastErr, b.tail())
+			b.t.Fatalf("broker %s exited during start-up (%s); last probe error: %v", b.Addr, b.exitDesc(), lastErr)
 		}
 		if time.Now().After(deadline) {
 			break
 		}
 		if lastErr = b.probe(); lastErr == nil {
 			b.t.Logf("broker %s ready after %v (start %d)", b.Addr, time.Since(start).Round(time.Millisecond), b.starts)
+			b.checkEngine()
 			return
 		}
 		select {
@@ -295,7 +295,37 @@ func (b *Broker) waitReady() {
 		case <-time.After(pollInterval):
 		}
 	}
-	b.t.Fatalf("broker %s not ready after %v: %v\n%s", b.Addr, readyTimeout, lastErr, b.tail())
+	b.t.Fatalf("broker %s not ready after %v: %v", b.Addr, readyTimeout, lastErr)
+}
+
+// checkEngine fails the test when RB_ENGINE or RB_IO_MODE asked for an
+// engine or mode that the broker's start-up line ("ringbroker listening ...
+// io.engine=X log.io.mode=Y") says it is not running, so that a per-engine
+// rerun of the suite cannot silently test the fallback instead. A broker
+// that does not log such a line is not checked.
+func (b *Broker) checkEngine() {
+	b.t.Helper()
+	data, err := os.ReadFile(b.logPaths[len(b.logPaths)-1])
+	if err != nil {
+		return
+	}
+	var line string
+	for l := range strings.Lines(string(data)) {
+		if strings.Contains(l, "ringbroker listening") {
+			line = l
+		}
+	}
+	for _, e := range []struct{ env, key string }{{"RB_ENGINE", "io.engine"}, {"RB_IO_MODE", "log.io.mode"}} {
+		want := os.Getenv(e.env)
+		if want == "" || want == "auto" {
+			continue
+		}
+		for f := range strings.FieldsSeq(line) {
+			if got, ok := strings.CutPrefix(f, e.key+"="); ok && got != want {
+				b.t.Fatalf("%s=%s asked for %s=%s, but the broker runs %s=%s", e.env, want, e.key, want, e.key, got)
+			}
+		}
+	}
 }
 
 // probe checks that the broker accepts a connection and answers ApiVersions
@@ -360,10 +390,10 @@ func (b *Broker) stop() error {
 	case <-time.After(stopTimeout):
 		b.cmd.Process.Kill()
 		<-b.done
-		return fmt.Errorf("did not exit within %v of SIGTERM; killed\n%s", stopTimeout, b.tail())
+		return fmt.Errorf("did not exit within %v of SIGTERM; killed", stopTimeout)
 	}
 	if code := b.cmd.ProcessState.ExitCode(); code != 0 {
-		return fmt.Errorf("exit after SIGTERM: %s, want status 0\n%s", b.exitDesc(), b.tail())
+		return fmt.Errorf("exit after SIGTERM: %s, want status 0", b.exitDesc())
 	}
 	return nil
 }
@@ -411,7 +441,8 @@ func (b *Broker) exitDesc() string {
 }
 
 // cleanup stops a running broker (exit status 0 required unless the test has
-// already failed, then it is killed) and prints the logs of a failed test.
+// already failed, then it is killed) and prints the tail of every broker log
+// of a failed test (so failure messages need not carry it).
 func (b *Broker) cleanup() {
 	if b.Running() {
 		if b.t.Failed() {
@@ -422,7 +453,6 @@ func (b *Broker) cleanup() {
 			}
 		} else if err := b.stop(); err != nil {
 			b.t.Errorf("broker %s at end of test: %v", b.Addr, err)
-			return // stop's error carries the tail
 		}
 	}
 	if b.t.Failed() {
