@@ -10,7 +10,7 @@ UNIT_TIMEOUT        ?= 8m
 INTEGRATION_TIMEOUT ?= 15m
 FUZZTIME  ?= 30s
 
-.PHONY: all build run test deps vet unit integration bench fuzz lint clean
+.PHONY: all build run test deps vet unit integration bench microbench fuzz lint clean unit-direct integration-direct crashloop
 
 all: build
 
@@ -21,7 +21,7 @@ build:
 run: build
 	./$(BIN)/ringbroker $(CONFIG) --override log.dirs=./data
 
-test: deps vet unit integration
+test: deps vet unit unit-direct integration integration-direct
 
 deps:
 	./.ci/deps.sh
@@ -36,7 +36,28 @@ unit:
 integration:
 	$(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) ./tests/integration/...
 
+# log.io.mode=direct: the nvme package's tests again in direct mode, and the
+# integration tests that write, crash, recover and fetch a lot.
+DIRECT_TESTS ?= ^(TestCrashLoop|TestKillNine|TestFetchSemantics|TestFranzCodecs|TestIdempotentFranzGo|TestGroupsRestart|TestSarama|TestTxnBrokerRestart)$$
+unit-direct:
+	NVME_IO_MODE=direct $(GO) test -race -count=1 -timeout $(UNIT_TIMEOUT) ./nvme/
+
+integration-direct:
+	RB_IO_MODE=direct $(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) -run '$(DIRECT_TESTS)' ./tests/integration/...
+
+# The long crash-safety loop: 50 kill -9 cycles under acks=all, both io modes.
+CRASHLOOP_CYCLES ?= 50
+crashloop:
+	for m in buffered direct; do \
+		RB_IO_MODE=$$m RB_CRASHLOOP_CYCLES=$(CRASHLOOP_CYCLES) $(GO) test -count=1 -timeout 30m -v -run '^TestCrashLoop$$' ./tests/integration/ || exit 1; \
+	done
+
+# The short end-to-end suite side by side with kfake and NATS JetStream
+# (bench/run-short.sh): bench/results/<date>-<host>.json, plots, README block.
 bench:
+	./bench/run-short.sh
+
+microbench:
 	$(GO) test -run '^$$' -bench . -benchmem $(UNIT_PKGS)
 
 fuzz:

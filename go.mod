@@ -6,6 +6,7 @@ require (
 	github.com/IBM/sarama v1.61.1
 	github.com/VictoriaMetrics/metrics v1.45.0
 	github.com/klauspost/compress v1.20.4
+	github.com/klauspost/cpuid/v2 v2.4.2
 	github.com/pierrec/lz4/v4 v4.1.33
 	github.com/twmb/franz-go v1.22.3
 	github.com/twmb/franz-go/pkg/kadm v1.20.0

@@ -38,8 +38,11 @@ type Broker struct {
 	txnInit func(r *request, req *kmsg.InitProducerIDRequest) kmsg.Response
 
 	groups *groupCoordinator // set in Start, before serving
+	txn    *txnCoordinator   // set in Start, before serving
 
 	metrics *brokerMetrics // never nil after New
+
+	device nvme.DeviceInfo // log.dirs' device, probed in Start (storage.go)
 
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
@@ -58,6 +61,7 @@ type shardState struct {
 	loop      *ioring.Shard
 	parts     map[tpKey]*partition
 	committer *nvme.GroupCommitter
+	cache     *nvme.BlockCache // direct mode's block cache; nil in buffered mode
 	retention *time.Ticker
 }
 
@@ -95,6 +99,7 @@ func (b *Broker) Start() error {
 	if err := b.loadOrWriteMetaProperties(); err != nil {
 		return err
 	}
+	b.probeStorage()
 	meta, im, err := openMetadataLog(b.cfg.LogDir, b.log)
 	if err != nil {
 		return err
@@ -102,9 +107,17 @@ func (b *Broker) Start() error {
 	b.meta = meta
 	b.image.Store(im)
 
+	plan, err := b.planEngine() // engine.go
+	if err != nil {
+		return err
+	}
 	for i := 0; i < b.cfg.Shards; i++ {
-		st := &shardState{id: i, parts: map[tpKey]*partition{}, committer: nvme.NewGroupCommitter(b.log)}
-		st.loop = ioring.NewShard(i, ioring.ShardOptions{LockThread: false})
+		st := &shardState{id: i, parts: map[tpKey]*partition{}, committer: nvme.NewGroupCommitter(b.log), cache: b.newShardCache()}
+		if st.loop, err = b.newShardLoop(i, plan); err != nil {
+			st.committer.Close()
+			b.stopShards()
+			return err
+		}
 		b.shards = append(b.shards, st)
 	}
 
@@ -137,12 +150,12 @@ func (b *Broker) Start() error {
 		b.stopShards()
 		return err
 	}
-
-	engineName := b.cfg.IOEngine
-	if engineName != "netpoll" {
-		b.log.Warn("io_uring engine not available in this build, falling back to netpoll", "io.engine", engineName)
+	if err := b.startTxnCoordinator(); err != nil {
+		b.stopShards()
+		return err
 	}
-	eng, err := ioring.NewNetpoll(ioring.NetpollOptions{Addr: b.cfg.ListenAddr, Shards: b.cfg.Shards, Logger: b.log})
+
+	eng, err := b.newEngine(plan)
 	if err != nil {
 		b.stopShards()
 		return err
@@ -254,7 +267,7 @@ func (b *Broker) openPartition(st *shardState, t *TopicImage, p int32, logStart 
 	}
 	dir := b.partitionDir(t.Name, p)
 	cfg := b.topicConfig(t)
-	l, err := nvme.Open(dir, cfg.logOptions(b.log, logStart))
+	l, err := nvme.Open(dir, b.storageOptions(st, t, cfg.logOptions(b.log, logStart)))
 	if err != nil {
 		return fmt.Errorf("cannot open partition %s-%d: %w", t.Name, p, err)
 	}

@@ -71,6 +71,7 @@ type Config struct {
 	Shards                   int
 	IOEngine                 string // netpoll | uring | auto
 	LogIOMode                string // buffered | direct
+	LogIOCacheBytes          int64  // log.io.cache.bytes: per-shard block cache of direct mode (storage.go)
 	ConnectionsMaxIdleMs     int64
 	MetricsListener          string // metrics.listener: host:port of /metrics, /healthz, /readyz; "" or "none" disables
 	ProducerIDExpirationMs   int64  // producer.id.expiration.ms: idempotent producer state is forgotten after this long idle
@@ -204,6 +205,7 @@ var brokerDefaults = map[string]string{
 	"shards":                           "0",
 	"io.engine":                        "netpoll",
 	"log.io.mode":                      "buffered",
+	"log.io.cache.bytes":               "67108864",
 	"offsets.topic.num.partitions":     "50",
 	"offsets.topic.replication.factor": "1",
 }
@@ -270,6 +272,7 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 	c.Shards = int(i32("shards"))
 	c.IOEngine = get("io.engine")
 	c.LogIOMode = get("log.io.mode")
+	c.LogIOCacheBytes = i64("log.io.cache.bytes")
 	c.MetricsListener = strings.TrimSpace(get("metrics.listener"))
 	c.ClusterID = props["cluster.id"]
 	if err != nil {

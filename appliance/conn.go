@@ -33,6 +33,11 @@ type conn struct {
 	slots     chan *slot
 	closed    chan struct{}
 	closeOnce sync.Once
+
+	// ring is set when the uring engine serves the connection (nc is nil):
+	// frames arrive from its loop and responses go out through its ring
+	// (conn_uring.go); the pipeline below is the same.
+	ring *uringConn
 }
 
 // slot is one request's place in the response order.
@@ -75,7 +80,7 @@ type respPart struct {
 func (r *rawResponse) size() int {
 	n := 0
 	for _, p := range r.parts {
-		if p.chunk.File != nil {
+		if p.chunk.File != nil || p.chunk.Mem != nil {
 			n += int(p.chunk.Len)
 		} else {
 			n += len(p.b)
@@ -95,7 +100,11 @@ func newConn(b *Broker, shard int, nc net.Conn) *conn {
 func (c *conn) close() {
 	c.closeOnce.Do(func() {
 		close(c.closed)
-		c.nc.Close()
+		if c.nc != nil {
+			c.nc.Close()
+		} else {
+			c.ring.closeTransport()
+		}
 	})
 }
 
@@ -152,6 +161,9 @@ func (c *conn) reader() error {
 // dispatch decodes one frame and queues its slot. It returns false when the
 // connection must close.
 func (c *conn) dispatch(frame []byte) bool {
+	if c.ring != nil && c.ring.closing {
+		return false
+	}
 	pr, err := parseFrame(frame)
 	s := &slot{done: make(chan struct{}), corrID: pr.corrID, key: pr.key, version: pr.version, start: time.Now()}
 	if err != nil {
@@ -177,6 +189,9 @@ func (c *conn) dispatch(frame []byte) bool {
 		go func() {
 			s.resp = c.finish(c.runDeferred(r, d))
 			close(s.done)
+			if c.ring != nil {
+				c.ring.notify() // the answer is sent from the loop
+			}
 		}()
 		return true
 	}
@@ -320,6 +335,9 @@ func skipHeaderTags(req kmsg.Request, rest []byte) []byte {
 
 // enqueue hands s to the writer in order; false if the conn is closed.
 func (c *conn) enqueue(s *slot) bool {
+	if c.ring != nil {
+		return c.ring.enqueue(s)
+	}
 	select {
 	case c.slots <- s:
 		return true
@@ -356,31 +374,16 @@ func (c *conn) writer() {
 			continue
 		}
 		var err error
-		switch resp := s.resp.(type) {
-		case nil:
+		var parts []respPart
+		var ok bool
+		hdr, parts, ok, err = appendResponse(hdr[:0], s)
+		if !ok && err == nil {
 			continue // acks=0
-		case *fixedVersion:
-			hdr = encodeResponse(hdr[:0], s.corrID, s.key, resp.resp, resp.version)
-			_, err = bw.Write(hdr)
-		case kmsg.Response:
-			hdr = encodeResponse(hdr[:0], s.corrID, s.key, resp, s.version)
-			_, err = bw.Write(hdr)
-		case *rawResponse:
-			hdr = hdr[:0]
-			n := 4 + resp.size()
-			if resp.flexible {
-				n++
-			}
-			hdr = binary.BigEndian.AppendUint32(hdr, uint32(n))
-			hdr = binary.BigEndian.AppendUint32(hdr, uint32(s.corrID))
-			if resp.flexible {
-				hdr = append(hdr, 0)
-			}
+		}
+		if err == nil {
 			if _, err = bw.Write(hdr); err == nil {
-				err = c.writeParts(bw, resp.parts)
+				err = c.writeParts(bw, parts)
 			}
-		default:
-			err = fmt.Errorf("handler returned %T", s.resp)
 		}
 		if err == nil && len(c.slots) == 0 {
 			err = bw.Flush()
@@ -398,11 +401,51 @@ func (c *conn) writer() {
 	}
 }
 
+// appendResponse appends s's response frame to dst: the whole frame of a
+// kmsg response, or the header of a raw one whose parts follow. ok is false
+// for no response (acks=0). Both engines' writers use it.
+func appendResponse(dst []byte, s *slot) (out []byte, parts []respPart, ok bool, err error) {
+	switch resp := s.resp.(type) {
+	case nil:
+		return dst, nil, false, nil
+	case *fixedVersion:
+		return encodeResponse(dst, s.corrID, s.key, resp.resp, resp.version), nil, true, nil
+	case kmsg.Response:
+		return encodeResponse(dst, s.corrID, s.key, resp, s.version), nil, true, nil
+	case *rawResponse:
+		n := 4 + resp.size()
+		if resp.flexible {
+			n++
+		}
+		dst = binary.BigEndian.AppendUint32(dst, uint32(n))
+		dst = binary.BigEndian.AppendUint32(dst, uint32(s.corrID))
+		if resp.flexible {
+			dst = append(dst, 0)
+		}
+		return dst, resp.parts, true, nil
+	default:
+		return dst, nil, false, fmt.Errorf("handler returned %T", s.resp)
+	}
+}
+
 // writeParts writes bytes through bw and file chunks with sendfile(2)
 // straight from the segment file to the socket, at explicit offsets.
 func (c *conn) writeParts(bw *bufio.Writer, parts []respPart) error {
 	for _, p := range parts {
 		if p.chunk.File == nil {
+			if m := p.chunk.Mem; len(m) > memChunkDirect {
+				// Direct mode: block-cache bytes go to the socket as
+				// they are; small ones ride in bw to save a syscall.
+				if err := bw.Flush(); err != nil {
+					return err
+				}
+				if _, err := c.nc.Write(m); err != nil {
+					return err
+				}
+				continue
+			} else if m != nil {
+				p.b = m
+			}
 			if _, err := bw.Write(p.b); err != nil {
 				return err
 			}
@@ -417,6 +460,9 @@ func (c *conn) writeParts(bw *bufio.Writer, parts []respPart) error {
 	}
 	return nil
 }
+
+// memChunkDirect: memory chunks larger than this skip bw (no copy).
+const memChunkDirect = 16 << 10
 
 func sendChunk(nc net.Conn, ch nvme.Chunk) error {
 	sc, ok := nc.(syscall.Conn)

@@ -265,6 +265,7 @@ var brokerPropTypes = map[string]kmsg.ConfigType{
 	"shards":                           kmsg.ConfigTypeInt,
 	"io.engine":                        kmsg.ConfigTypeString,
 	"log.io.mode":                      kmsg.ConfigTypeString,
+	"log.io.cache.bytes":               kmsg.ConfigTypeLong,
 }
 
 func brokerPropType(k string) kmsg.ConfigType {

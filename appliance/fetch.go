@@ -12,6 +12,10 @@ package appliance
 // [log start offset, log end offset]. Incremental fetch sessions (KIP-227)
 // are not kept: every response carries session id 0, which tells clients to
 // send full requests. v13+ names topics by id (UNKNOWN_TOPIC_ID otherwise).
+// read_committed (isolation level 1) reads stop at the last stable offset
+// and carry the aborted transactions that overlap the fetched range, from
+// the partition's transaction index (nvme/txnindex.go); every response
+// carries the LSO.
 
 import (
 	"errors"
@@ -140,7 +144,11 @@ func (b *Broker) readFetch(outs []fetchTopicOut, ins []fetchPartIn, maxBytes int
 					first = false
 					budget -= n
 					total += n
-				} else if park && part != nil && !err {
+				}
+				// Park on every readable partition, also those that gave
+				// bytes: with min_bytes not yet reached, any append may
+				// complete the response.
+				if park && part != nil && !err {
 					part.park(w)
 				}
 			}
@@ -164,7 +172,8 @@ func readPartition(part *partition, in fetchPartIn, op *fetchPartOut, budget int
 		return 0, true
 	}
 	hw := part.highWatermark()
-	op.hw, op.lso, op.logStart = hw, hw, part.log.LogStartOffset()
+	op.hw, op.lso, op.logStart = hw, min(hw, part.log.LastStableOffset()), part.log.LogStartOffset()
+	op.aborted = nil
 	if in.leaderEpoch >= 0 {
 		switch {
 		case in.leaderEpoch < part.epoch:
@@ -193,5 +202,8 @@ func readPartition(part *partition, in fetchPartIn, op *fetchPartOut, budget int
 	}
 	op.hasRecords = true
 	op.chunks, op.bytes = res.Chunks, res.Bytes
+	if isolation == 1 && res.Bytes > 0 {
+		op.aborted = part.log.AbortedTxns(in.offset, op.lso)
+	}
 	return res.Bytes, false
 }

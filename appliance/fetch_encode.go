@@ -13,7 +13,8 @@ type fetchPartOut struct {
 	hw             int64
 	lso            int64
 	logStart       int64
-	readCommitted  bool // aborted transactions: empty array instead of null
+	readCommitted  bool // aborted transactions: an array (maybe empty) instead of null
+	aborted        []nvme.AbortedTxn
 	chunks         []nvme.Chunk
 	bytes          int32
 	hasRecords     bool // false: null records
@@ -58,9 +59,16 @@ func encodeFetchResponse(version int16, errCode int16, sessionID int32, topics [
 			if version >= 5 {
 				buf = binary.BigEndian.AppendUint64(buf, uint64(p.logStart))
 			}
-			// aborted_transactions: null, or empty for read_committed.
+			// aborted_transactions: null, or the list for read_committed.
 			if p.readCommitted {
-				buf = appendArrayLen(buf, flex, 0)
+				buf = appendArrayLen(buf, flex, len(p.aborted))
+				for _, a := range p.aborted {
+					buf = binary.BigEndian.AppendUint64(buf, uint64(a.ProducerID))
+					buf = binary.BigEndian.AppendUint64(buf, uint64(a.FirstOffset))
+					if flex {
+						buf = append(buf, 0)
+					}
+				}
 			} else {
 				buf = appendArrayLen(buf, flex, -1)
 			}

@@ -4,8 +4,9 @@ package appliance
 //
 // Group keys (type 0) are coordinated by this broker, the leader of every
 // __consumer_offsets partition: the answer is our node id and advertised
-// address. Transaction keys (type 1) answer COORDINATOR_NOT_AVAILABLE until
-// the transaction coordinator exists; other types INVALID_REQUEST. v4+
+// address. Transaction keys (type 1) likewise: this broker leads every
+// __transaction_state partition (COORDINATOR_NOT_AVAILABLE until the
+// transaction coordinator is loaded); other types INVALID_REQUEST. v4+
 // batches keys (KIP-699) and answers one coordinator per key.
 
 import (
@@ -30,8 +31,10 @@ func handleFindCoordinator(b *Broker, r *request) any {
 			err = kerr.CoordinatorNotAvailable
 		case req.CoordinatorType == 0:
 			c.NodeID, c.Host, c.Port = b.cfg.NodeID, b.cfg.AdvertisedHost, b.cfg.AdvertisedPort
-		case req.CoordinatorType == 1:
+		case req.CoordinatorType == 1 && b.txn == nil:
 			err = kerr.CoordinatorNotAvailable
+		case req.CoordinatorType == 1:
+			c.NodeID, c.Host, c.Port = b.cfg.NodeID, b.cfg.AdvertisedHost, b.cfg.AdvertisedPort
 		default:
 			err = kerr.InvalidRequest
 		}

@@ -176,10 +176,18 @@ func (op *offsetsPartition) load() error {
 				return fmt.Errorf("cannot read %s-%d: %w", offsetsTopic, op.index, err)
 			}
 			err := readBatches(buf, func(b *kmsg.RecordBatch, offset int64, r *kmsg.Record) error {
-				if b.Attributes&0x20 == 0 && offset >= off {
-					if err := op.mgr.loadRecord(r.Key, r.Value); err != nil {
-						return fmt.Errorf("%s-%d offset %d: %w", offsetsTopic, op.index, offset, err)
-					}
+				var err error
+				switch {
+				case offset < off:
+				case b.Attributes&0x20 != 0: // a transaction marker
+					op.mgr.loadTxnMarker(b.ProducerID, r.Key)
+				case b.Attributes&0x10 != 0: // a transactional offset commit
+					err = op.mgr.loadTxnRecord(b.ProducerID, r.Key, r.Value)
+				default:
+					err = op.mgr.loadRecord(r.Key, r.Value)
+				}
+				if err != nil {
+					return fmt.Errorf("%s-%d offset %d: %w", offsetsTopic, op.index, offset, err)
 				}
 				next = max(next, int64(b.FirstOffset)+int64(b.LastOffsetDelta)+1)
 				return nil

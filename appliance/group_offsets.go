@@ -188,6 +188,7 @@ type fetchedOffset struct {
 	offset      int64
 	leaderEpoch int32
 	metadata    string
+	err         *kerr.Error // UNSTABLE_OFFSET_COMMIT under require_stable (group_txn.go)
 }
 
 // fetchOffsets answers an OffsetFetch for one group; topics nil means every
@@ -200,7 +201,7 @@ func (m *groupManager) fetchOffsets(groupID string, topics map[string][]int32, o
 			return nil
 		}
 		for tp, o := range g.offsets {
-			out = append(out, fetchedOffset{tp.topic, tp.partition, o.offset, o.leaderEpoch, o.metadata})
+			out = append(out, fetchedOffset{topic: tp.topic, partition: tp.partition, offset: o.offset, leaderEpoch: o.leaderEpoch, metadata: o.metadata})
 		}
 		sort.Slice(out, func(i, j int) bool {
 			if out[i].topic != out[j].topic {

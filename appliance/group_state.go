@@ -311,6 +311,9 @@ type groupManager struct {
 	groups    map[string]*group
 	seq       uint64
 	commitSeq uint64
+	// txnOffsets are transactional commits awaiting their marker, by
+	// producer id (group_txn.go).
+	txnOffsets map[int64][]txnPendingOffset
 }
 
 func newGroupManager(env groupEnv, cfg groupConfig) *groupManager {

@@ -95,7 +95,7 @@ func listOffset(part *partition, in kmsg.ListOffsetsRequestTopicPartition, isola
 	case -1:
 		out.Offset = hw
 		if isolation == 1 {
-			out.Offset = hw // last stable offset: equal to the high watermark without transactions
+			out.Offset = min(hw, part.log.LastStableOffset())
 		}
 	case -3:
 		ts, off := part.log.MaxTimestamp()

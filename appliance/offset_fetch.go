@@ -6,7 +6,8 @@ package appliance
 // or partition without a commit answers offset -1 with no error. A null
 // topic list (v2+) returns every committed partition. v8+ asks for several
 // groups at once (each answered by its own coordinator shard). v7+
-// require_stable has nothing to wait for until transactions exist.
+// require_stable answers UNSTABLE_OFFSET_COMMIT (offset -1) for a partition
+// while a transactional commit of it is pending (group_txn.go).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -23,9 +24,17 @@ type offsetFetchAnswer struct {
 }
 
 // askOffsets starts a fetch for one group; topics nil asks for all.
-func (b *Broker) askOffsets(group string, topics map[string][]int32, order []string) <-chan any {
+func (b *Broker) askOffsets(group string, topics map[string][]int32, order []string, requireStable bool) <-chan any {
 	return b.groupAsk(group, func(m *groupManager, reply func(any)) {
-		reply(offsetFetchAnswer{out: m.fetchOffsets(group, topics, order)})
+		out := m.fetchOffsets(group, topics, order)
+		if requireStable {
+			for i := range out {
+				if m.unstableOffset(group, groupTP{out[i].topic, out[i].partition}) {
+					out[i].offset, out[i].err = -1, kerr.UnstableOffsetCommit
+				}
+			}
+		}
+		reply(offsetFetchAnswer{out: out})
 	})
 }
 
@@ -57,7 +66,7 @@ func handleOffsetFetch(b *Broker, r *request) any {
 					topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
 				}
 			}
-			chans[i] = b.askOffsets(g.Group, topics, order)
+			chans[i] = b.askOffsets(g.Group, topics, order, req.RequireStable)
 		}
 		return deferred(func() any {
 			for i, g := range req.Groups {
@@ -75,6 +84,9 @@ func handleOffsetFetch(b *Broker, r *request) any {
 					}
 					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 					rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = o.partition, o.offset, o.leaderEpoch, strPtr(o.metadata)
+					if o.err != nil {
+						rp.ErrorCode = o.err.Code
+					}
 					rt := &rg.Topics[len(rg.Topics)-1]
 					rt.Partitions = append(rt.Partitions, rp)
 				}
@@ -94,7 +106,7 @@ func handleOffsetFetch(b *Broker, r *request) any {
 			topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
 		}
 	}
-	ch := b.askOffsets(req.Group, topics, order)
+	ch := b.askOffsets(req.Group, topics, order, r.version >= 7 && req.RequireStable)
 	return deferred(func() any {
 		ans := waitOffsets(b, ch)
 		if ans.err != nil {
@@ -110,6 +122,8 @@ func handleOffsetFetch(b *Broker, r *request) any {
 			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = o.partition, o.offset, o.leaderEpoch, strPtr(o.metadata)
 			if ans.err != nil {
 				rp.ErrorCode = ans.err.Code
+			} else if o.err != nil {
+				rp.ErrorCode = o.err.Code
 			}
 			rt := &resp.Topics[len(resp.Topics)-1]
 			rt.Partitions = append(rt.Partitions, rp)

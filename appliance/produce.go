@@ -10,6 +10,11 @@ package appliance
 // the shard's group-committed fdatasync (one replica: the ISR is the leader).
 // A partition the request cannot reach answers UNKNOWN_TOPIC_OR_PARTITION;
 // a request that waits past timeout_ms answers REQUEST_TIMED_OUT.
+// With a transactional id every batch must be transactional (INVALID_RECORD
+// otherwise) and its partition part of the producer's open transaction, as
+// the coordinator is asked before the append (KIP-890's verification):
+// INVALID_TXN_STATE when it is not, INVALID_PRODUCER_EPOCH for a fenced
+// producer (txn_produce.go).
 
 import (
 	"time"
@@ -56,6 +61,7 @@ func handleProduce(b *Broker, r *request) any {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	im := b.currentImage()
 	var waits []produceWait
+	var txnItems []txnProduceItem
 	badAcks := req.Acks != 0 && req.Acks != 1 && req.Acks != -1
 	txn := req.TransactionID != nil && *req.TransactionID != ""
 	for ti, t := range req.Topics {
@@ -71,8 +77,6 @@ func handleProduce(b *Broker, r *request) any {
 			switch {
 			case badAcks:
 				rp.ErrorCode = kerr.InvalidRequiredAcks.Code
-			case txn:
-				rp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 			case topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions):
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case isInternalTopic(t.Topic):
@@ -82,18 +86,28 @@ func handleProduce(b *Broker, r *request) any {
 			default:
 				ch := make(chan produceResult, 1)
 				records, acks := p.Records, req.Acks
-				b.withPartition(topic, p.Partition, func(part *partition) {
-					if part == nil {
-						ch <- produceResult{err: kerr.NotLeaderForPartition, baseOffset: -1, logAppendTime: -1, logStartOffset: -1}
-						return
-					}
-					part.append(records, acks, func(res produceResult) { ch <- res })
-				})
+				post := func() {
+					b.withPartition(topic, p.Partition, func(part *partition) {
+						if part == nil {
+							ch <- produceResult{err: kerr.NotLeaderForPartition, baseOffset: -1, logAppendTime: -1, logStartOffset: -1}
+							return
+						}
+						part.append(records, acks, func(res produceResult) { ch <- res })
+					})
+				}
+				if txn {
+					txnItems = append(txnItems, txnProduceItem{tp: txnTP{t.Topic, p.Partition}, records: records, ch: ch, post: post})
+				} else {
+					post()
+				}
 				waits = append(waits, produceWait{ti, pi, ch})
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
+	}
+	if len(txnItems) > 0 {
+		b.txnProduce(*req.TransactionID, txnItems)
 	}
 	if len(waits) == 0 {
 		if req.Acks == 0 {
@@ -136,5 +150,5 @@ func handleProduce(b *Broker, r *request) any {
 
 // isInternalTopic reports the topics clients may not produce to directly.
 func isInternalTopic(name string) bool {
-	return name == metadataTopic || name == offsetsTopic
+	return name == metadataTopic || name == offsetsTopic || name == txnTopic
 }

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ringbroker/ringbroker/numa"
 )
 
 // Shard is one event loop that owns a set of partitions exclusively. Work
@@ -19,6 +21,9 @@ type Shard struct {
 	// Counters read at scrape time (owned by the loop, read atomically).
 	tasks    atomic.Uint64
 	busyNano atomic.Int64
+
+	// Set for a ring shard (NewRingShard); see shard_ring.go.
+	rs *ringState
 }
 
 // ShardOptions configures a shard.
@@ -29,6 +34,39 @@ type ShardOptions struct {
 	LockThread bool
 	// OnStart runs on the loop goroutine before the first task (pinning, first-touch allocations).
 	OnStart func()
+	// Pin, when set, locks the loop to its OS thread and pins that thread
+	// to Pin.CPU (numa.PinThread); with Pin.Node >= 0 the thread's memory
+	// policy prefers that node (numa.SetMemPolicy), so buffers the shard
+	// allocates afterwards (its ring, provided buffers) are node-local.
+	// A pinned loop's goroutine exits locked, ending the thread, so the
+	// affinity never leaks to other goroutines.
+	Pin *Placement
+	// Ring configures the io_uring ring of a ring shard (NewRingShard).
+	Ring Options
+}
+
+// Placement is where a shard's loop runs.
+type Placement struct {
+	CPU  int
+	Node int // NUMA node for MPOL_PREFERRED; -1 leaves the policy alone
+}
+
+// pin applies o.Pin on the calling goroutine; it reports whether it locked
+// the thread for good.
+func (o *ShardOptions) pin() (locked bool, err error) {
+	if o.Pin == nil {
+		return false, nil
+	}
+	runtime.LockOSThread()
+	if err := numa.PinThread(o.Pin.CPU); err != nil {
+		return true, err
+	}
+	if o.Pin.Node >= 0 {
+		if err := numa.SetMemPolicy(numa.MPolPreferred, []int{o.Pin.Node}); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
 }
 
 // NewShard starts shard id's loop.
@@ -47,7 +85,7 @@ func (s *Shard) ID() int { return s.id }
 
 func (s *Shard) loop(o ShardOptions) {
 	defer s.wg.Done()
-	if o.LockThread {
+	if locked, _ := o.pin(); !locked && o.LockThread {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 	}
@@ -88,14 +126,21 @@ func (s *Shard) loop(o ShardOptions) {
 	}
 }
 
-// Post queues fn to run on the shard's loop. It must not be called after Close.
-func (s *Shard) Post(fn func()) { s.inbox <- fn }
+// Post queues fn to run on the shard's loop. It must not be called after
+// Close. A ring shard's loop sleeping in io_uring_enter is woken through its
+// eventfd, written only when the loop said it sleeps (see shard_ring.go).
+func (s *Shard) Post(fn func()) {
+	s.inbox <- fn
+	if s.rs != nil {
+		s.rs.wake()
+	}
+}
 
 // Call runs fn on the shard's loop and waits for it. Never call it from the
 // shard's own loop (it would deadlock); use OnLoop to check.
 func (s *Shard) Call(fn func()) {
 	ch := make(chan struct{})
-	s.inbox <- func() { fn(); close(ch) }
+	s.Post(func() { fn(); close(ch) })
 	<-ch
 }
 
@@ -110,5 +155,10 @@ func (s *Shard) QueueDepth() int { return len(s.inbox) }
 // Close stops the loop after running what is already queued.
 func (s *Shard) Close() {
 	close(s.done)
+	if s.rs != nil {
+		s.rs.closing.Store(true)
+		s.rs.sleeping.Store(true) // force the wake-up below
+		s.rs.wake()
+	}
 	s.wg.Wait()
 }

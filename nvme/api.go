@@ -47,6 +47,17 @@ type Options struct {
 	LogStartOffset     int64            // restored from the log-start-offset checkpoint; 0 if unknown
 	Logger             *slog.Logger     // nil means slog.Default()
 	Now                func() time.Time // nil means time.Now (tests inject a clock)
+	// IOMode is IOModeBuffered ("" means it) or IOModeDirect [log.io.mode]:
+	// see direct.go. Direct mode always preallocates.
+	IOMode string
+	// Preallocate fallocates the active segment to SegmentBytes and trims it
+	// when it rolls or closes [preallocate / log.preallocate].
+	Preallocate bool
+	// Cache is the shard's block cache for direct mode; nil gives the log a
+	// private one of DefaultCacheBytes / 16.
+	Cache *BlockCache
+	// Alignment is the O_DIRECT block size (DeviceInfo.Alignment); 0 means 4096.
+	Alignment int
 }
 
 // AppendOptions are the per-append knobs the owner shard passes with each produce.
@@ -73,8 +84,11 @@ type AppendInfo struct {
 // Chunk is a byte range of a segment file that a fetch response sends as it is
 // (sendfile / splice / pread). File stays open at least Options.FileDeleteDelay
 // after the segment is deleted, so a response in flight can finish.
+// In direct mode File is nil and Mem holds the Len bytes (from Pos) in a
+// BlockCache buffer, which is never written again: send it as it is.
 type Chunk struct {
 	File *os.File
+	Mem  []byte
 	Pos  int64
 	Len  int32
 }

@@ -14,7 +14,17 @@
 // indexes), index.go, recover.go (Open's recovery), log.go (Open, Append,
 // Read, rolling), retention.go, timestamp.go, epoch.go, metadata.go,
 // groupcommit.go, file.go (the file interface that a direct-I/O or
-// fault-injecting implementation replaces).
+// fault-injecting implementation replaces), direct.go (log.io.mode=direct:
+// O_DIRECT segment files with an aligned tail buffer), cache.go (the
+// per-shard BlockCache of aligned buffers that direct-mode fetches send
+// from), prealloc.go (fallocate to segment.bytes, trim at roll and close,
+// zeros after the data end recovery's scan), device.go (sysfs and statx
+// facts of the data directory's device, O_DIRECT probe), faultinject.go.
+//
+// Preallocated segments: the active .log is segment.bytes long on disk with
+// zeros after the data; a recovery scan that meets an all-zero batch header
+// takes it as the end of the log (a zero batchLength is never a valid batch)
+// and truncates there without a warning.
 //
 // Ownership: a Log belongs to exactly one shard goroutine. Sync targets are
 // handed to the shard's group-commit goroutine, which only calls fdatasync.

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"os"
@@ -19,6 +20,7 @@ type Log struct {
 	opts   Options
 	logger *slog.Logger
 	open   opener
+	sf     segFiles // how segment .log files are opened (prealloc.go)
 	// segs are ascending by base offset; the last one is active.
 	segs []*segment
 	// startOffset is the log start offset: reads below it are out of range.
@@ -30,6 +32,7 @@ type Log struct {
 	dec     decompressor
 	// producers is the idempotent-producer state by producer id (KIP-98).
 	producers map[int64]*ProducerEntry
+	txn       txnState              // open transactions and aborted ones (txnindex.go)
 	hdr       [BatchHeaderSize]byte // scratch for batch headers
 	scratch   []byte                // scratch for index entries
 }
@@ -53,7 +56,7 @@ func openLog(dir string, opts Options, open opener) (*Log, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("cannot create partition directory %q: %w", dir, err)
 	}
-	l := &Log{dir: dir, opts: o, logger: o.Logger.With("dir", dir), open: open}
+	l := &Log{dir: dir, opts: o, logger: o.Logger.With("dir", dir), open: open, sf: newSegFiles(o)}
 	bases, err := l.listDir()
 	if err != nil {
 		return nil, err
@@ -86,6 +89,10 @@ func openLog(dir string, opts Options, open opener) (*Log, error) {
 	if err := l.loadProducerState(); err != nil {
 		l.closeSegments()
 		return nil, fmt.Errorf("cannot restore producer state of %q: %w", dir, err)
+	}
+	if err := l.loadTxnIndexes(); err != nil {
+		l.closeSegments()
+		return nil, err
 	}
 	return l, nil
 }
@@ -184,7 +191,10 @@ func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
 		pos += size
 	}
 	start := s.size
-	if _, err := s.log.WriteAt(records, start); err != nil {
+	if n, err := s.log.WriteAt(records, start); err != nil || n < len(records) {
+		if err == nil {
+			err = io.ErrShortWrite
+		}
 		_ = s.log.Truncate(start) // best effort: drop a partial write
 		return AppendInfo{}, l.fail(fmt.Errorf("cannot write %d bytes to segment %q at %d: %w", len(records), s.path(logSuffix), start, err))
 	}
@@ -204,6 +214,7 @@ func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
 	info.LastOffset = s.next - 1
 	if ph.ProducerID >= 0 {
 		ph.MaxTimestamp = int64(be.Uint64(records[offMaxTimestamp:]))
+		l.txnAppend(ph, records, info.FirstOffset, s.next)
 		l.producerUpdate(ph, info.FirstOffset, info.LastOffset)
 	}
 	return info, nil
@@ -290,6 +301,7 @@ func (l *Log) roll(nowMs int64) error {
 		s.closeFiles()
 		return l.fail(fmt.Errorf("cannot roll: segment %q already exists with %d bytes", s.path(logSuffix), size))
 	}
+	l.preallocate(s)
 	if err := s.rewriteIndexFiles(l.open, true); err != nil {
 		s.closeFiles()
 		return l.fail(err)
@@ -350,7 +362,9 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bo
 			pos += r.size
 		}
 		if pos > start {
-			res.Chunks = append(res.Chunks, Chunk{File: s.log.OSFile(), Pos: start, Len: int32(pos - start)})
+			if res.Chunks, err = s.appendChunks(res.Chunks, start, pos-start); err != nil {
+				return ReadResult{}, err
+			}
 			res.Bytes += int32(pos - start)
 		}
 		if done {

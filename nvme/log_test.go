@@ -216,7 +216,7 @@ func TestTornTailRecovery(t *testing.T) {
 			f.Close()
 			l2 := mustOpen(t, dir, o)
 			defer l2.Close()
-			if l2.LogEndOffset() != 20 || l2.Size() != size || fileSize(t, path) != size {
+			if l2.LogEndOffset() != 20 || l2.Size() != size || fileSize(t, path) != activeFileSize(o, size) {
 				t.Fatalf("after recovery LEO %d size %d file %d, want 20 %d", l2.LogEndOffset(), l2.Size(), fileSize(t, path), size)
 			}
 			appendN(t, l2, 2, 2, 40, 600)

@@ -366,6 +366,9 @@ func (l *Log) scanProducers(from int64) error {
 				return err
 			}
 			if h.BaseOffset >= from {
+				if h.ProducerID >= 0 {
+					l.txnReplay(s, pos, h)
+				}
 				l.producerUpdate(h, h.BaseOffset, h.BaseOffset+int64(h.LastOffsetDelta))
 			}
 			pos += h.Size()

@@ -67,6 +67,9 @@ func (l *Log) scan(s *segment, r *segReader, pos, end int64, checkCRC bool) (sca
 		if err != nil {
 			return scanResult{}, fmt.Errorf("cannot read segment %q at %d: %w", s.path(logSuffix), pos, err)
 		}
+		if isZeroHeader(hb) {
+			return scanResult{pos, zeroTailReason}, nil
+		}
 		if hb[offMagic] != 2 {
 			return scanResult{pos, fmt.Sprintf("magic %d at %d", int8(hb[offMagic]), pos)}, nil
 		}
@@ -105,7 +108,7 @@ func (l *Log) openSegmentLog(s *segment, create bool) (int64, error) {
 		flag |= os.O_CREATE
 	}
 	path := s.path(logSuffix)
-	f, err := l.open(path, flag, 0o644)
+	f, err := l.openSegFile(path, flag)
 	if err != nil {
 		return 0, fmt.Errorf("cannot open segment %q: %w", path, err)
 	}
@@ -209,6 +212,10 @@ func (l *Log) truncateBad(s *segment, fileSize int64, res scanResult) error {
 	if err := s.log.Truncate(res.validEnd); err != nil {
 		return fmt.Errorf("cannot truncate segment %q to %d: %w", s.path(logSuffix), res.validEnd, err)
 	}
+	if res.reason == zeroTailReason {
+		l.logger.Debug("trimmed preallocated tail of segment", "segment", s.path(logSuffix), "validBytes", res.validEnd, "fileBytes", fileSize)
+		return nil
+	}
 	l.logger.Warn("truncated invalid tail of segment",
 		"segment", s.path(logSuffix), "droppedBytes", fileSize-res.validEnd, "validBytes", res.validEnd, "reason", res.reason)
 	return nil
@@ -236,6 +243,7 @@ func (l *Log) recoverActiveSegment(base int64, create bool) (*segment, error) {
 		s.closeFiles()
 		return nil, err
 	}
+	l.preallocate(s)
 	return s, nil
 }
 

@@ -116,7 +116,7 @@ func (l *Log) retire(n int) error {
 func (l *Log) retireSegment(s *segment) error {
 	var paths []string
 	var errs []error
-	for _, sfx := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, sfx := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		from := s.path(sfx)
 		to := from + deletedSuffix
 		if err := os.Rename(from, to); err != nil {
@@ -128,6 +128,7 @@ func (l *Log) retireSegment(s *segment) error {
 		paths = append(paths, to)
 	}
 	f := s.log
+	s.forgetCached()
 	cleanup := func() {
 		f.Close()
 		for _, p := range paths {

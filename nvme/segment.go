@@ -44,6 +44,7 @@ type segment struct {
 	bytesSinceIdx int64
 	createdMs     int64 // when this process created or opened the segment
 	firstTs       int64 // maxTimestamp of the first batch; -1 when empty or unknown
+	preallocated  bool  // the .log was fallocated past size (prealloc.go)
 }
 
 func segmentFileName(base int64, suffix string) string {
@@ -217,6 +218,9 @@ func (s *segment) deactivate(maxTime int, scratch []byte, sync bool) ([]byte, er
 		}
 	}
 	s.idx, s.tidx = nil, nil
+	if err := s.trimLog(); err != nil {
+		errs = append(errs, err)
+	}
 	if sync {
 		if err := s.log.Datasync(); err != nil {
 			errs = append(errs, fmt.Errorf("cannot fdatasync segment %q: %w", s.path(logSuffix), err))
@@ -288,6 +292,7 @@ func (s *segment) findBatch(offset int64, hdr []byte) (int64, error) {
 
 // closeFiles closes every open file of the segment.
 func (s *segment) closeFiles() error {
+	s.forgetCached()
 	var errs []error
 	for _, f := range []file{s.idx, s.tidx, s.log} {
 		if f != nil {

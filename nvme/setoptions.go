@@ -11,6 +11,7 @@ func (l *Log) SetOptions(o Options) error {
 	o.Logger = l.opts.Logger
 	o.Now = l.opts.Now
 	o.LogStartOffset = l.opts.LogStartOffset
+	o.IOMode, o.Cache, o.Alignment = l.opts.IOMode, l.opts.Cache, l.opts.Alignment
 	l.opts = o.withDefaults()
 	return nil
 }

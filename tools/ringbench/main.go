@@ -11,6 +11,10 @@
 //	ringbench [flags] workload.json...
 //	ringbench --suite bench/suites/short.json --target ringbroker:shards=2,log.io.mode=buffered
 //	ringbench --brokers 127.0.0.1:9092 bench/workloads/latency-10mbps.json
+//	ringbench --suite bench/suites/short.json --target ringbroker --target kfake --target nats
+//
+// Targets kfake and nats are peers (see peers.go) built from the separate Go
+// module bench/peers into --peers-bin; bench/run-short.sh builds them.
 //
 // Measurements: publish rate (records/s, MB/s of values, acked records sent
 // inside the window), publish latency (send to ack; from the intended send
@@ -49,7 +53,7 @@ func main() {
 
 func run() error {
 	var targets multiFlag
-	flag.Var(&targets, "target", "target to run against, repeatable: ringbroker[:key=value,...] (a broker started by ringbench with these --override settings) or external:host:port (default ringbroker)")
+	flag.Var(&targets, "target", "target to run against, repeatable: ringbroker[:key=value,...] (a broker started by ringbench with these --override settings), kfake[:sync-writes=true], nats[:sync=acks|always|default] or external:host:port (default ringbroker)")
 	brokers := flag.String("brokers", "", "shorthand for --target external:host:port[,host:port]")
 	suite := flag.String("suite", "", "suite file: a list of workloads with overrides (bench/suites/*.json)")
 	brokerBin := flag.String("broker-bin", "", "ringbroker binary; empty builds ./tools/ringbroker from --repo")
@@ -65,6 +69,9 @@ func run() error {
 	limitTime := flag.Duration("limits-time", 4*time.Second, "cap per disk limit phase")
 	keep := flag.Bool("keep-data", false, "keep broker data directories")
 	progress := flag.Bool("progress", true, "print a progress line every second")
+	peersBin := flag.String("peers-bin", "bench/peers/bin", "directory with the peer binaries kfake, natsbench and nats-server (built by bench/run-short.sh)")
+	natsServer := flag.String("nats-server", "", "nats-server binary; empty uses --peers-bin's, else nats-server on PATH")
+	skipFallback := flag.Bool("skip-unavailable-engines", false, "drop ringbroker targets whose broker reports a different io.engine or log.io.mode than asked (probed once before the runs) instead of running the fallback")
 	flag.Parse()
 
 	if *brokers != "" {
@@ -125,9 +132,26 @@ func run() error {
 		defer os.RemoveAll(root)
 	}
 
+	rep.Host.DataDirFS = filesystemOf(root)
+	peers := PeerBins{
+		Kfake:      filepath.Join(*peersBin, "kfake"),
+		NATSServer: *natsServer,
+		NATSBench:  filepath.Join(*peersBin, "natsbench"),
+	}
+	if peers.NATSServer == "" {
+		peers.NATSServer = filepath.Join(*peersBin, "nats-server")
+		if _, err := os.Stat(peers.NATSServer); err != nil {
+			if p, err := exec.LookPath("nats-server"); err == nil {
+				peers.NATSServer = p
+			}
+		}
+	}
 	needBroker := false
 	for _, t := range tgs {
 		needBroker = needBroker || t.Kind == "ringbroker"
+		if err := peers.check(t.Kind); err != nil {
+			return err
+		}
 	}
 	bin := *brokerBin
 	cfg := *config
@@ -143,6 +167,10 @@ func run() error {
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("cannot build ringbroker: %w", err)
 		}
+	}
+
+	if *skipFallback {
+		tgs = probeEngines(ctx, tgs, bin, cfg, root, rep)
 	}
 
 	if *limits {
@@ -174,6 +202,32 @@ func run() error {
 					r.Error = strings.TrimSpace(r.Error + "\nbroker exited during the run; log tail:\n" + b.LogTail(2000))
 				}
 				b.Stop()
+				if !*keep {
+					os.RemoveAll(dir)
+				}
+			case "kfake", "nats":
+				dir := filepath.Join(root, fmt.Sprintf("run-%02d-%02d", wi, ti))
+				var p *Broker
+				var err error
+				if t.Kind == "kfake" {
+					p, err = StartKfake(ctx, peers.Kfake, dir, t)
+				} else {
+					p, err = StartNATS(ctx, peers.NATSServer, dir, natsSyncAlways(t, w))
+				}
+				if err != nil {
+					r = &RunResult{Workload: w, Started: time.Now(), Error: err.Error()}
+					break
+				}
+				opts := RunOpts{Grace: *grace, Progress: *progress, Label: label}
+				if t.Kind == "kfake" {
+					r = RunWorkload(ctx, w, []string{p.Addr}, p.Pid(), opts)
+				} else {
+					r = RunNATS(ctx, peers.NATSBench, w, p.Addr, p.Pid(), dir, opts)
+				}
+				if p.Exited() {
+					r.Error = strings.TrimSpace(r.Error + "\n" + t.Kind + " exited during the run; log tail:\n" + p.LogTail(2000))
+				}
+				p.Stop()
 				if !*keep {
 					os.RemoveAll(dir)
 				}
@@ -217,6 +271,41 @@ func run() error {
 		}
 	}
 	return ctx.Err()
+}
+
+// probeEngines starts one broker per ringbroker target that asks for an
+// io.engine or log.io.mode and drops the target when the broker's
+// "ringbroker listening" line reports something else (a fallback), noting
+// it in rep.Skipped.
+func probeEngines(ctx context.Context, tgs []Target, bin, cfg, root string, rep *Report) []Target {
+	var keep []Target
+	for i, t := range tgs {
+		wantEngine, wantMode := t.Overrides["io.engine"], t.Overrides["log.io.mode"]
+		if t.Kind != "ringbroker" || (wantEngine == "" && wantMode == "") {
+			keep = append(keep, t)
+			continue
+		}
+		dir := filepath.Join(root, fmt.Sprintf("probe-%02d", i))
+		b, err := StartBroker(ctx, bin, cfg, dir, t)
+		if err != nil {
+			rep.Skipped = append(rep.Skipped, fmt.Sprintf("%s: cannot start: %s", t.Name, firstLine(err.Error())))
+			continue
+		}
+		engine, mode, ok := b.EngineLine()
+		b.Stop()
+		os.RemoveAll(dir)
+		switch {
+		case !ok:
+			keep = append(keep, t) // no line to check against: run it
+		case (wantEngine != "" && wantEngine != engine) || (wantMode != "" && wantMode != mode):
+			msg := fmt.Sprintf("%s: the broker runs io.engine=%s log.io.mode=%s", t.Name, engine, mode)
+			fmt.Fprintf(os.Stderr, "skipping %s\n", msg)
+			rep.Skipped = append(rep.Skipped, msg)
+		default:
+			keep = append(keep, t)
+		}
+	}
+	return keep
 }
 
 func countErr(rs []*RunResult) int {

@@ -19,6 +19,8 @@ type Report struct {
 	Host     HostInfo     `json:"host"`
 	Limits   *Limits      `json:"limits,omitempty"`
 	Runs     []*RunResult `json:"runs"`
+	// Skipped lists targets dropped before the runs, with the reason.
+	Skipped []string `json:"skipped,omitempty"`
 }
 
 // HostInfo describes the machine the run was on.
@@ -29,6 +31,37 @@ type HostInfo struct {
 	CPUModel  string `json:"cpu_model,omitempty"`
 	MemBytes  int64  `json:"mem_bytes,omitempty"`
 	GoVersion string `json:"go_version"`
+	// DataDirFS is the filesystem of the data directory: type, source and
+	// mount point, from /proc/self/mountinfo.
+	DataDirFS string `json:"data_dir_fs,omitempty"`
+}
+
+// filesystemOf describes the mount that holds dir: "ext4 /dev/vda1 on /"
+// (the longest mount point that is a prefix of dir in
+// /proc/self/mountinfo), or "" when unknown.
+func filesystemOf(dir string) string {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return ""
+	}
+	best, bestLen := "", -1
+	for line := range strings.Lines(string(data)) {
+		// id parent maj:min root mountpoint opts [optional...] - fstype source superopts
+		pre, post, ok := strings.Cut(strings.TrimSpace(line), " - ")
+		if !ok {
+			continue
+		}
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if len(f) < 5 || len(g) < 2 {
+			continue
+		}
+		mp := f[4]
+		if !(dir == mp || strings.HasPrefix(dir, strings.TrimSuffix(mp, "/")+"/")) || len(mp) <= bestLen {
+			continue
+		}
+		best, bestLen = fmt.Sprintf("%s %s on %s", g[0], g[1], mp), len(mp)
+	}
+	return best
 }
 
 func hostInfo() HostInfo {
@@ -90,9 +123,16 @@ func ComputeRatios(r *RunResult, l *Limits) {
 // WriteMarkdown writes the report as markdown tables for the README.
 func WriteMarkdown(w io.Writer, rep *Report) {
 	h := rep.Host
-	fmt.Fprintf(w, "ringbench run of %s on `%s`: %d CPUs (%s), %.0f GiB, %s, %s.\n\n",
+	fs := h.DataDirFS
+	if fs == "" {
+		fs = "unknown"
+	}
+	fmt.Fprintf(w, "ringbench run of %s on `%s`: %d CPUs (%s), %.0f GiB, %s, %s; data directory on %s.\n\n",
 		rep.Started.UTC().Format("2006-01-02 15:04 UTC"), h.Hostname, h.CPUs, h.CPUModel,
-		float64(h.MemBytes)/(1<<30), h.Kernel, h.GoVersion)
+		float64(h.MemBytes)/(1<<30), h.Kernel, h.GoVersion, fs)
+	for _, s := range rep.Skipped {
+		fmt.Fprintf(w, "Skipped target %s.\n\n", s)
+	}
 	if l := rep.Limits; l != nil {
 		fmt.Fprintf(w, "Limits measured in the same run (data directory's filesystem, loopback):\n\n")
 		fmt.Fprintf(w, "| O_DIRECT seq write 1 MiB | O_DIRECT seq read 1 MiB | 4 KiB write+fdatasync p50 / p99 | loopback TCP 1 stream |\n")
@@ -132,6 +172,10 @@ func WriteMarkdown(w io.Writer, rep *Report) {
 		if r.E2ELatency.Count > 0 {
 			e2e = fmt.Sprintf("%.2f / %.2f", r.E2ELatency.P50Ms, r.E2ELatency.P99Ms)
 		}
+		pubLat := "-"
+		if r.PublishLatency.Count > 0 {
+			pubLat = fmt.Sprintf("%.2f / %.2f / %.2f", r.PublishLatency.P50Ms, r.PublishLatency.P99Ms, r.PublishLatency.P999Ms)
+		}
 		rt := func(k string) string {
 			if v, ok := r.Ratios[k]; ok {
 				return fmt.Sprintf("%.3g", v)
@@ -142,12 +186,26 @@ func WriteMarkdown(w io.Writer, rep *Report) {
 		if r.PublishErrors > 0 || r.Error != "" {
 			note = fmt.Sprintf(" (%d errors%s)", r.PublishErrors, strings.ReplaceAll(map[bool]string{true: ": " + firstLine(r.Error), false: ""}[r.Error != ""], "|", "/"))
 		}
-		fmt.Fprintf(w, "| %s%s | %s | %s | %.1f | %.0f | %.2f / %.2f / %.2f | %s | %s | %s | %s | %s | %.2f | %s | %s | %s |\n",
+		if r.Publish.Records == 0 && r.Error == "" {
+			note += " (nothing sent in the window was acked by the end of the grace period)"
+		}
+		fmt.Fprintf(w, "| %s%s | %s | %s | %.1f | %.0f | %s | %s | %s | %s | %s | %s | %.2f | %s | %s | %s |\n",
 			r.Workload.Name, note, r.Target.Name, r.Workload.Acks, r.Publish.MBPS, r.Publish.RecordsPS,
-			r.PublishLatency.P50Ms, r.PublishLatency.P99Ms, r.PublishLatency.P999Ms, e2e, cons, cpuGB, cores, rss, r.Loadgen.CPUCores,
+			pubLat, e2e, cons, cpuGB, cores, rss, r.Loadgen.CPUCores,
 			rt("publish_mbps_to_odirect_write"), rt("consume_mbps_to_loopback_tcp"), rt("publish_p50_to_fdatasync_p50"))
 	}
-	fmt.Fprintf(w, "\nMB = 10^6 bytes of record values. Broker CPU s/GB is the broker process's utime+stime over the window per GB published (each published byte is also consumed once where the workload has consumers). The load generator shares the machine's CPUs with the broker.\n")
+	fmt.Fprintf(w, "\nMB = 10^6 bytes of record values. Broker CPU s/GB is the broker process's utime+stime over the window per GB published (each published byte is also consumed once where the workload has consumers). The load generator shares the machine's CPUs with the broker.")
+	kinds := map[string]bool{}
+	for _, r := range rep.Runs {
+		kinds[r.Target.Kind] = true
+	}
+	if kinds["kfake"] {
+		fmt.Fprintf(w, " kfake is franz-go's fake cluster in its own process, in memory unless sync-writes=true: the Kafka protocol path with no disk, an upper bound.")
+	}
+	if kinds["nats"] {
+		fmt.Fprintf(w, " nats is nats-server with a JetStream file-store stream per topic (partitions are subjects), driven by natsbench with the NATS client: every publish waits for the server's ack; for acks=all the server fsyncs every write (sync_interval: always, as ringbroker fdatasyncs before acking acks=all), for acks=1 it keeps its 2-minute default; lz4 becomes S2 stream compression; linger has no analog.")
+	}
+	fmt.Fprintln(w)
 }
 
 func firstLine(s string) string {

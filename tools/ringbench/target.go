@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -18,22 +19,27 @@ import (
 )
 
 // Target is what a workload runs against: a ringbroker started by ringbench
-// with overrides, or an external cluster at Brokers.
+// with overrides, a peer started by ringbench (kfake, NATS JetStream), or
+// an external Kafka cluster at Brokers.
 type Target struct {
-	// Name is how the target shows in reports: "ringbroker:k=v,..." or
-	// "external:host:port".
+	// Name is how the target shows in reports: "ringbroker:k=v,...",
+	// "kfake", "nats" or "external:host:port".
 	Name      string            `json:"name"`
-	Kind      string            `json:"kind"` // "ringbroker" or "external"
+	Kind      string            `json:"kind"` // "ringbroker", "kfake", "nats" or "external"
 	Overrides map[string]string `json:"overrides,omitempty"`
 	Brokers   []string          `json:"brokers,omitempty"`
 }
 
-// ParseTarget reads "ringbroker:k=v,k=v", "ringbroker" or
-// "external:host:port[,host:port]".
+// ParseTarget reads "ringbroker[:k=v,k=v]", "kfake[:k=v]", "nats[:k=v]" or
+// "external:host:port[,host:port]". ringbroker's keys are server.properties
+// overrides; kfake takes sync-writes=true (persist to the run's data
+// directory and fsync every batch; in memory by default); nats takes
+// sync=acks|always|default (JetStream's sync_interval: "acks", the
+// default, fsyncs every write for acks=all workloads only).
 func ParseTarget(s string) (Target, error) {
 	kind, rest, _ := strings.Cut(s, ":")
 	switch kind {
-	case "ringbroker":
+	case "ringbroker", "kfake", "nats":
 		t := Target{Kind: kind, Overrides: map[string]string{}}
 		if rest != "" {
 			for _, kv := range strings.Split(rest, ",") {
@@ -44,6 +50,15 @@ func ParseTarget(s string) (Target, error) {
 				t.Overrides[strings.TrimSpace(k)] = strings.TrimSpace(v)
 			}
 		}
+		for k, v := range t.Overrides {
+			switch {
+			case kind == "kfake" && k == "sync-writes" && (v == "true" || v == "false"):
+			case kind == "nats" && k == "sync" && (v == "acks" || v == "always" || v == "default"):
+			case kind == "ringbroker":
+			default:
+				return Target{}, fmt.Errorf("cannot parse target %q: unknown setting %s=%s for %s", s, k, v, kind)
+			}
+		}
 		t.Name = t.canonicalName()
 		return t, nil
 	case "external":
@@ -52,7 +67,7 @@ func ParseTarget(s string) (Target, error) {
 		}
 		return Target{Name: s, Kind: kind, Brokers: strings.Split(rest, ",")}, nil
 	}
-	return Target{}, fmt.Errorf("cannot parse target %q: want ringbroker:k=v,... or external:host:port", s)
+	return Target{}, fmt.Errorf("cannot parse target %q: want ringbroker:k=v,..., kfake, nats or external:host:port", s)
 }
 
 func (t Target) canonicalName() string {
@@ -114,6 +129,72 @@ func StartBroker(ctx context.Context, bin, config, dataDir string, t Target) (*B
 	for _, k := range keys {
 		args = append(args, "--override", k+"="+t.Overrides[k])
 	}
+	return startProc(ctx, bin, args, dataDir, addr, pingKafka)
+}
+
+// StartKfake starts the kfake peer (bench/peers/cmd/kfake) on a free port
+// and waits until it answers Metadata.
+func StartKfake(ctx context.Context, bin, dataDir string, t Target) (*Broker, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, fmt.Errorf("cannot find a free port: %w", err)
+	}
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return nil, err
+	}
+	args := []string{"--port", strconv.Itoa(port)}
+	if t.Overrides["sync-writes"] == "true" {
+		args = append(args, "--data-dir", filepath.Join(dataDir, "log"), "--sync-writes")
+	}
+	return startProc(ctx, bin, args, dataDir, fmt.Sprintf("127.0.0.1:%d", port), pingKafka)
+}
+
+// StartNATS starts nats-server with JetStream (file store under dataDir) on
+// a free loopback port and waits until it greets a client. syncAlways sets
+// sync_interval: always (fsync every write); otherwise the server's
+// default (every 2 minutes) applies.
+func StartNATS(ctx context.Context, bin, dataDir string, syncAlways bool) (*Broker, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, fmt.Errorf("cannot find a free port: %w", err)
+	}
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return nil, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	js := fmt.Sprintf("store_dir: %q", filepath.Join(dataDir, "jetstream"))
+	if syncAlways {
+		js += ", sync_interval: always"
+	}
+	conf := fmt.Sprintf("listen: %s\nmax_payload: 8MB\njetstream { %s }\n", addr, js)
+	confPath := filepath.Join(dataDir, "nats.conf")
+	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
+		return nil, err
+	}
+	return startProc(ctx, bin, []string{"-c", confPath}, dataDir, addr, pingNATS)
+}
+
+// pingNATS dials addr and reads the server's INFO greeting.
+func pingNATS(ctx context.Context, addr string) error {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(c, buf); err != nil {
+		return err
+	}
+	if string(buf) != "INFO" {
+		return fmt.Errorf("nats at %s greeted with %q, want INFO", addr, buf)
+	}
+	return nil
+}
+
+// startProc starts bin with args, its output in <dataDir>.log, and polls
+// ready(addr) every 100 ms for up to 20 s.
+func startProc(ctx context.Context, bin string, args []string, dataDir, addr string, ready func(context.Context, string) error) (*Broker, error) {
 	logPath := filepath.Join(filepath.Dir(dataDir), filepath.Base(dataDir)+".log")
 	lf, err := os.Create(logPath)
 	if err != nil {
@@ -131,20 +212,45 @@ func StartBroker(ctx context.Context, bin, config, dataDir string, t Target) (*B
 
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if err := pingKafka(ctx, addr); err == nil {
+		if err := ready(ctx, addr); err == nil {
 			return b, nil
 		} else if time.Now().After(deadline) {
 			b.Stop()
-			return nil, fmt.Errorf("broker at %s not ready after 20s: %v; log tail:\n%s", addr, err, b.LogTail(2000))
+			return nil, fmt.Errorf("%s at %s not ready after 20s: %v; log tail:\n%s", filepath.Base(bin), addr, err, b.LogTail(2000))
 		}
 		select {
 		case <-b.exited:
-			return nil, fmt.Errorf("broker exited during start-up: %v; log tail:\n%s", b.waitErr, b.LogTail(2000))
+			return nil, fmt.Errorf("%s exited during start-up: %v; log tail:\n%s", filepath.Base(bin), b.waitErr, b.LogTail(2000))
 		case <-ctx.Done():
 			b.Stop()
 			return nil, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+}
+
+// EngineLine returns the io.engine and log.io.mode a ringbroker reports in
+// its "ringbroker listening" log line, waiting up to 2 s for the line.
+func (b *Broker) EngineLine() (engine, mode string, ok bool) {
+	for deadline := time.Now().Add(2 * time.Second); ; {
+		data, _ := os.ReadFile(b.logPath)
+		for l := range strings.Lines(string(data)) {
+			if !strings.Contains(l, "ringbroker listening") {
+				continue
+			}
+			for f := range strings.FieldsSeq(l) {
+				if v, found := strings.CutPrefix(f, "io.engine="); found {
+					engine, ok = strings.Trim(v, `"`), true
+				}
+				if v, found := strings.CutPrefix(f, "log.io.mode="); found {
+					mode = strings.Trim(v, `"`)
+				}
+			}
+		}
+		if ok || time.Now().After(deadline) || b.Exited() {
+			return engine, mode, ok
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -1,0 +1,41 @@
+package appliance
+
+// AddOffsetsToTxn (key 25), v0-v4.
+//
+// Adds the group's __consumer_offsets partition (abs(javaHashCode(group)) %
+// offsets.topic.num.partitions) to the producer's transaction, so that
+// EndTxn writes a marker there that makes the transaction's
+// TxnOffsetCommit offsets visible or drops them. Errors as
+// AddPartitionsToTxn; PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiDef{key: 25, min: 0, max: 4, handle: handleAddOffsetsToTxn})
+}
+
+func handleAddOffsetsToTxn(b *Broker, r *request) any {
+	req := r.req.(*kmsg.AddOffsetsToTxnRequest)
+	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+	if req.Group == "" {
+		resp.ErrorCode = kerr.InvalidGroupID.Code
+		return resp
+	}
+	if b.groups == nil {
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return resp
+	}
+	tp := txnTP{offsetsTopic, groupPartition(req.Group, int32(len(b.groups.parts)))}
+	ch := b.addTxnPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txnTP{tp}, false)
+	if ch == nil {
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return resp
+	}
+	return deferred(func() any {
+		resp.ErrorCode = fencedCode(waitTxnErrs(b, ch, 1)[0], r.version >= 2)
+		return resp
+	})
+}

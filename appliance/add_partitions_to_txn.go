@@ -1,0 +1,171 @@
+package appliance
+
+// AddPartitionsToTxn (key 24), v0-v5.
+//
+// v0-v3 (clients): adds partitions to the producer's transaction on its
+// coordinator, starting the transaction (Ongoing) if none is open, and
+// answers one error per partition: unknown partitions
+// UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED;
+// INVALID_PRODUCER_ID_MAPPING for an unknown producer id, PRODUCER_FENCED
+// (INVALID_PRODUCER_EPOCH before v2) for an old epoch,
+// CONCURRENT_TRANSACTIONS while a commit or abort is completing. v4+ is the
+// batched broker-to-broker form (KIP-890): several transactions, each
+// either added or, with verify_only, checked (INVALID_TXN_STATE when a
+// partition is not in the open transaction).
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiDef{key: 24, min: 0, max: 5, handle: handleAddPartitionsToTxn})
+}
+
+// txnPartsIn resolves requested partitions against the image; bad reports
+// whether any is unknown.
+func txnPartsIn(im *Image, topic string, parts []int32) (ok []txnTP, bad []bool) {
+	t := im.Topics[topic]
+	for _, p := range parts {
+		unknown := t == nil || p < 0 || int(p) >= len(t.Partitions) || topic == txnTopic
+		bad = append(bad, unknown)
+		ok = append(ok, txnTP{topic, p})
+	}
+	return ok, bad
+}
+
+// addTxnPartitions asks id's coordinator to add (or, with verify, check)
+// parts; the answer is one *kerr.Error per part.
+func (b *Broker) addTxnPartitions(id string, pid int64, epoch int16, parts []txnTP, verify bool) <-chan any {
+	return b.txnAsk(id, func(m *txnManager, reply func(any)) {
+		if verify {
+			out := make([]*kerr.Error, len(parts))
+			for i, p := range parts {
+				out[i] = m.verify(id, pid, epoch, p)
+			}
+			reply(out)
+			return
+		}
+		m.addPartitions(id, pid, epoch, parts, func(err *kerr.Error) {
+			out := make([]*kerr.Error, len(parts))
+			for i := range out {
+				out[i] = err
+			}
+			reply(out)
+		})
+	})
+}
+
+func waitTxnErrs(b *Broker, ch <-chan any, n int) []*kerr.Error {
+	v, ok := b.txnWait(ch)
+	if !ok {
+		out := make([]*kerr.Error, n)
+		for i := range out {
+			out[i] = kerr.CoordinatorNotAvailable
+		}
+		return out
+	}
+	return v.([]*kerr.Error)
+}
+
+type txnAddReq struct {
+	id     string
+	pid    int64
+	epoch  int16
+	verify bool
+	topics []kmsg.AddPartitionsToTxnRequestTopic
+}
+
+// addTxnTopics runs one transaction's part of the request and returns the
+// per-topic answers.
+func (b *Broker) addTxnTopics(im *Image, a txnAddReq, version int16) func() []kmsg.AddPartitionsToTxnResponseTopic {
+	var parts []txnTP
+	var bad []bool
+	for _, t := range a.topics {
+		ok, bd := txnPartsIn(im, t.Topic, t.Partitions)
+		parts = append(parts, ok...)
+		bad = append(bad, bd...)
+	}
+	anyBad := false
+	for _, x := range bad {
+		anyBad = anyBad || x
+	}
+	var ch <-chan any
+	if !anyBad && len(parts) > 0 {
+		ch = b.addTxnPartitions(a.id, a.pid, a.epoch, parts, a.verify)
+	}
+	return func() []kmsg.AddPartitionsToTxnResponseTopic {
+		errs := make([]*kerr.Error, len(parts))
+		switch {
+		case anyBad:
+			for i := range errs {
+				errs[i] = kerr.OperationNotAttempted
+				if bad[i] {
+					errs[i] = kerr.UnknownTopicOrPartition
+				}
+			}
+		case len(parts) > 0:
+			if ch == nil {
+				for i := range errs {
+					errs[i] = kerr.CoordinatorNotAvailable
+				}
+			} else {
+				errs = waitTxnErrs(b, ch, len(parts))
+			}
+		}
+		var out []kmsg.AddPartitionsToTxnResponseTopic
+		i := 0
+		for _, t := range a.topics {
+			rt := kmsg.NewAddPartitionsToTxnResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+				rp.Partition = p
+				rp.ErrorCode = fencedCode(errs[i], version >= 2)
+				i++
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			out = append(out, rt)
+		}
+		return out
+	}
+}
+
+func handleAddPartitionsToTxn(b *Broker, r *request) any {
+	req := r.req.(*kmsg.AddPartitionsToTxnRequest)
+	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+	im := b.currentImage()
+	if r.version < 4 {
+		wait := b.addTxnTopics(im, txnAddReq{id: req.TransactionalID, pid: req.ProducerID, epoch: req.ProducerEpoch, topics: req.Topics}, r.version)
+		return deferred(func() any {
+			resp.Topics = wait()
+			return resp
+		})
+	}
+	var waits []func() []kmsg.AddPartitionsToTxnResponseTopic
+	for _, tx := range req.Transactions {
+		a := txnAddReq{id: tx.TransactionalID, pid: tx.ProducerID, epoch: tx.ProducerEpoch, verify: tx.VerifyOnly}
+		for _, t := range tx.Topics {
+			a.topics = append(a.topics, kmsg.AddPartitionsToTxnRequestTopic{Topic: t.Topic, Partitions: t.Partitions})
+		}
+		waits = append(waits, b.addTxnTopics(im, a, r.version))
+	}
+	return deferred(func() any {
+		for i, tx := range req.Transactions {
+			rt := kmsg.NewAddPartitionsToTxnResponseTransaction()
+			rt.TransactionalID = tx.TransactionalID
+			for _, t := range waits[i]() {
+				rtt := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
+				rtt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
+					rp.Partition, rp.ErrorCode = p.Partition, p.ErrorCode
+					rtt.Partitions = append(rtt.Partitions, rp)
+				}
+				rt.Topics = append(rt.Topics, rtt)
+			}
+			resp.Transactions = append(resp.Transactions, rt)
+		}
+		return resp
+	})
+}

@@ -1,0 +1,64 @@
+package appliance
+
+// DescribeTransactions (key 65), v0 (KIP-664).
+//
+// Describes transactional ids from their coordinators: state (Kafka's
+// names: Empty, Ongoing, PrepareCommit, PrepareAbort, CompleteCommit,
+// CompleteAbort), timeout, start time of the open transaction (-1 when
+// none), producer id and epoch, and the partitions in the transaction.
+// Unknown ids answer TRANSACTIONAL_ID_NOT_FOUND.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiDef{key: 65, min: 0, max: 0, handle: handleDescribeTransactions})
+}
+
+type txnDescribeAnswer struct {
+	s  txnSummary
+	ok bool
+}
+
+func handleDescribeTransactions(b *Broker, r *request) any {
+	req := r.req.(*kmsg.DescribeTransactionsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
+	chans := make([]<-chan any, len(req.TransactionalIDs))
+	for i, id := range req.TransactionalIDs {
+		chans[i] = b.txnAsk(id, func(m *txnManager, reply func(any)) {
+			s, ok := m.summary(id)
+			reply(txnDescribeAnswer{s, ok})
+		})
+	}
+	return deferred(func() any {
+		for i, id := range req.TransactionalIDs {
+			st := kmsg.NewDescribeTransactionsResponseTransactionState()
+			st.TransactionalID = id
+			st.ProducerID, st.ProducerEpoch, st.StartTimestamp = -1, -1, -1
+			v, ok := b.txnWait(chans[i])
+			switch {
+			case !ok:
+				st.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			case !v.(txnDescribeAnswer).ok:
+				st.ErrorCode = kerr.TransactionalIDNotFound.Code
+			default:
+				s := v.(txnDescribeAnswer).s
+				st.State, st.TimeoutMillis, st.StartTimestamp = s.state, s.timeoutMs, s.startMs
+				st.ProducerID, st.ProducerEpoch = s.pid, s.epoch
+				for _, p := range s.parts {
+					if n := len(st.Topics); n == 0 || st.Topics[n-1].Topic != p.topic {
+						t := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
+						t.Topic = p.topic
+						st.Topics = append(st.Topics, t)
+					}
+					t := &st.Topics[len(st.Topics)-1]
+					t.Partitions = append(t.Partitions, p.partition)
+				}
+			}
+			resp.TransactionStates = append(resp.TransactionStates, st)
+		}
+		return resp
+	})
+}

@@ -1,0 +1,41 @@
+package appliance
+
+// EndTxn (key 26), v0-v5.
+//
+// Commits or aborts the producer's transaction (two-phase, see
+// txn_state.go): PrepareCommit/PrepareAbort is written to
+// __transaction_state, a COMMIT/ABORT marker is appended to every partition
+// of the transaction, then CompleteCommit/CompleteAbort is written; the
+// answer comes after that, so a read_committed consumer or an OffsetFetch
+// that starts after the answer sees the outcome. A retried EndTxn of a
+// completed transaction answers NONE, one that asks for the other outcome
+// INVALID_TXN_STATE; CONCURRENT_TRANSACTIONS while another change of the id
+// is in flight. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2. v5
+// answers the producer id and epoch, which stay as they are (this
+// coordinator runs transaction version 1: no epoch bump per transaction).
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiDef{key: 26, min: 0, max: 5, handle: handleEndTxn})
+}
+
+func handleEndTxn(b *Broker, r *request) any {
+	req := r.req.(*kmsg.EndTxnRequest)
+	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+	resp.ProducerID, resp.ProducerEpoch = req.ProducerID, req.ProducerEpoch
+	ch := b.txnAsk(req.TransactionalID, func(m *txnManager, reply func(any)) {
+		m.endTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, func(err *kerr.Error) { reply([]*kerr.Error{err}) })
+	})
+	if ch == nil {
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return resp
+	}
+	return deferred(func() any {
+		resp.ErrorCode = fencedCode(waitTxnErrs(b, ch, 1)[0], r.version >= 2)
+		return resp
+	})
+}

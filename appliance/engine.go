@@ -1,0 +1,143 @@
+package appliance
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ringbroker/ringbroker/ioring"
+	"github.com/ringbroker/ringbroker/numa"
+)
+
+// enginePlan is what Start decided about the network engine and the shard
+// loops: which engine, and where each shard runs.
+type enginePlan struct {
+	ring      bool               // io.engine resolved to uring
+	placement []ioring.Placement // per shard; nil: not pinned (netpoll)
+}
+
+// planEngine resolves io.engine (auto: uring when ioring.Available, else
+// netpoll with one log line) and, for uring, places the shards on CPUs
+// with numa.PlaceShards: the data device's NUMA node first, one thread per
+// core before SMT siblings, within the process's affinity mask. netpoll
+// shards are not pinned: their connections run on goroutines anywhere, and
+// locking the inbox goroutine to a thread only adds hand-offs.
+func (b *Broker) planEngine() (enginePlan, error) {
+	var p enginePlan
+	switch b.cfg.IOEngine {
+	case "netpoll":
+		return p, nil
+	case "uring":
+		if ok, why := ioring.Available(); !ok {
+			return p, fmt.Errorf("cannot use io.engine=uring: %s", why)
+		}
+	default: // auto
+		if ok, why := ioring.Available(); !ok {
+			b.log.Warn("io_uring unavailable, io.engine=auto falls back to netpoll", "reason", why)
+			return p, nil
+		}
+	}
+	p.ring = true
+	cpus, node, _, err := placeShards(b.cfg.Shards, b.cfg.LogDir)
+	if err != nil {
+		b.log.Warn("cannot read the topology, shards are not pinned", "err", err)
+		return p, nil
+	}
+	for _, c := range cpus {
+		p.placement = append(p.placement, ioring.Placement{CPU: c, Node: node})
+	}
+	return p, nil
+}
+
+// placeShards loads the machine's topology and places n shards. node is the
+// NUMA node for the shards' memory policy: the node of the data device on a
+// multi-node machine, -1 otherwise (nothing to prefer).
+func placeShards(n int, dataDir string) (cpus []int, node int, topo *numa.Topology, err error) {
+	topo, err = numa.Load("/")
+	if err != nil {
+		return nil, -1, nil, err
+	}
+	allowed, _ := numa.AllowedCPUs()
+	dataNode, _ := topo.NodeOfPath(dataDir)
+	cpus = numa.PlaceShards(topo, n, dataNode, allowed)
+	node = -1
+	if len(topo.Nodes) > 1 {
+		node = dataNode
+	}
+	return cpus, node, topo, nil
+}
+
+// newShardLoop starts shard i's loop for the plan.
+func (b *Broker) newShardLoop(i int, p enginePlan) (*ioring.Shard, error) {
+	if !p.ring {
+		return ioring.NewShard(i, ioring.ShardOptions{LockThread: false}), nil
+	}
+	o := ioring.ShardOptions{}
+	if i < len(p.placement) {
+		pl := p.placement[i]
+		o.Pin = &pl
+	}
+	s, err := ioring.NewRingShard(i, o)
+	if err != nil && o.Pin != nil {
+		b.log.Warn("cannot pin shard, running it unpinned", "shard", i, "cpu", o.Pin.CPU, "err", err)
+		o.Pin = nil
+		s, err = ioring.NewRingShard(i, o)
+	}
+	return s, err
+}
+
+// newEngine binds the listeners of the planned engine.
+func (b *Broker) newEngine(p enginePlan) (ioring.Engine, error) {
+	if !p.ring {
+		return ioring.NewNetpoll(ioring.NetpollOptions{Addr: b.cfg.ListenAddr, Shards: b.cfg.Shards, Logger: b.log})
+	}
+	shards := make([]*ioring.Shard, len(b.shards))
+	for i, st := range b.shards {
+		shards[i] = st.loop
+	}
+	return ioring.NewUring(ioring.UringOptions{
+		Addr: b.cfg.ListenAddr, Shards: shards, Logger: b.log,
+		MaxFrame: b.cfg.SocketRequestMaxBytes, MinFrame: 8,
+		IdleTimeout: time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
+	})
+}
+
+// DescribeTopology renders the machine and the placement a broker with
+// cfg would use (ringbroker --print-topology).
+func DescribeTopology(cfg Config) (string, error) {
+	if err := cfg.Validate(); err != nil {
+		return "", err
+	}
+	cpus, _, topo, err := placeShards(cfg.Shards, existingParent(cfg.LogDir))
+	if err != nil {
+		return "", err
+	}
+	node, dev := topo.NodeOfPath(existingParent(cfg.LogDir))
+	out := numa.Describe(topo, cpus, cfg.LogDir, node, dev)
+	ok, why := ioring.Available()
+	engine := cfg.IOEngine
+	if engine == "auto" {
+		engine = "netpoll"
+		if ok {
+			engine = "uring"
+		}
+	}
+	return out + fmt.Sprintf("io.engine=%s resolves to %s (%s); shards are pinned with the uring engine only\n", cfg.IOEngine, engine, why), nil
+}
+
+// existingParent is dir, or its nearest existing ancestor (log.dirs may not
+// exist yet).
+func existingParent(dir string) string {
+	d, _ := filepath.Abs(dir)
+	for {
+		if _, err := os.Stat(d); err == nil {
+			return d
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return d
+		}
+		d = parent
+	}
+}

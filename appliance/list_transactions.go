@@ -1,0 +1,74 @@
+package appliance
+
+// ListTransactions (key 66), v0-v1 (KIP-664, KIP-994).
+//
+// Lists the transactional ids of every __transaction_state partition with
+// their producer id and state, filtered by state names (any of them; names
+// Kafka does not know are echoed in unknown_state_filters), by producer
+// ids, and (v1) by transactions open for longer than duration_filter_ms.
+
+import (
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiDef{key: 66, min: 0, max: 1, handle: handleListTransactions})
+}
+
+var txnStateNames = []string{"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort", "Dead", "PrepareEpochFence"}
+
+func handleListTransactions(b *Broker, r *request) any {
+	req := r.req.(*kmsg.ListTransactionsRequest)
+	resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
+	for _, s := range req.StateFilters {
+		if !slices.Contains(txnStateNames, s) {
+			resp.UnknownStateFilters = append(resp.UnknownStateFilters, s)
+		}
+	}
+	tc := b.txn
+	if tc == nil {
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return resp
+	}
+	chans := make([]chan []txnSummary, len(tc.parts))
+	for i, tp := range tc.parts {
+		ch := make(chan []txnSummary, 1)
+		chans[i] = ch
+		tc.post(tp.st, func() { ch <- tp.mgr.list() })
+	}
+	minDur := int64(-1)
+	if r.version >= 1 {
+		minDur = req.DurationFilterMillis
+	}
+	return deferred(func() any {
+		now := time.Now().UnixMilli()
+		for _, ch := range chans {
+			var list []txnSummary
+			select {
+			case list = <-ch:
+			case <-b.closing:
+				resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+				return resp
+			}
+			for _, s := range list {
+				if len(req.StateFilters) > 0 && !slices.Contains(req.StateFilters, s.state) {
+					continue
+				}
+				if len(req.ProducerIDFilters) > 0 && !slices.Contains(req.ProducerIDFilters, s.pid) {
+					continue
+				}
+				if minDur >= 0 && (s.startMs < 0 || now-s.startMs < minDur) {
+					continue
+				}
+				st := kmsg.NewListTransactionsResponseTransactionState()
+				st.TransactionalID, st.ProducerID, st.TransactionState = s.id, s.pid, s.state
+				resp.TransactionStates = append(resp.TransactionStates, st)
+			}
+		}
+		return resp
+	})
+}

@@ -1,0 +1,48 @@
+package appliance
+
+import (
+	"github.com/ringbroker/ringbroker/nvme"
+)
+
+// Storage: log.io.mode and the device under log.dirs.
+//
+// At start the broker probes the data directory's block device (sysfs
+// facts and a trial O_DIRECT write, nvme.ProbeDevice). log.io.mode=direct on
+// a filesystem that refuses O_DIRECT (tmpfs, some overlays) falls back to
+// buffered with one warning; the start-up line then reports
+// log.io.mode=buffered. Direct mode gives each shard a BlockCache of
+// log.io.cache.bytes (fetches send from it) and aligns writes to the
+// device's alignment; it always preallocates segments. Buffered mode
+// preallocates when the topic's preallocate (log.preallocate) is true.
+
+// probeStorage runs once in Start, before partitions are opened.
+func (b *Broker) probeStorage() {
+	dev, err := nvme.ProbeDevice(b.cfg.LogDir)
+	if err != nil {
+		b.log.Warn("cannot probe the log directory's device", "dir", b.cfg.LogDir, "err", err)
+	}
+	b.device = dev
+	b.log.Info("log directory device", "dir", b.cfg.LogDir, "facts", dev.String(), "alignment", dev.Alignment())
+	if b.cfg.LogIOMode == nvme.IOModeDirect && !dev.DirectIO {
+		b.log.Warn("O_DIRECT refused in log.dirs; falling back to log.io.mode=buffered", "dir", b.cfg.LogDir, "err", dev.DirectIOErr)
+		b.cfg.LogIOMode = nvme.IOModeBuffered
+	}
+}
+
+// newShardCache returns a shard's block cache in direct mode, else nil.
+func (b *Broker) newShardCache() *nvme.BlockCache {
+	if b.cfg.LogIOMode != nvme.IOModeDirect {
+		return nil
+	}
+	return nvme.NewBlockCache(b.cfg.LogIOCacheBytes)
+}
+
+// storageOptions adds the io mode, preallocation, cache and alignment to a
+// partition's log options.
+func (b *Broker) storageOptions(st *shardState, t *TopicImage, o nvme.Options) nvme.Options {
+	o.IOMode = b.cfg.LogIOMode
+	o.Preallocate = b.effectiveTopicConfigs(t)["preallocate"] == "true"
+	o.Cache = st.cache
+	o.Alignment = b.device.Alignment()
+	return o
+}

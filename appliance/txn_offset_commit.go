@@ -1,0 +1,91 @@
+package appliance
+
+// TxnOffsetCommit (key 28), v0-v5.
+//
+// Sent to the group coordinator: the offsets are appended to the group's
+// __consumer_offsets partition as a transactional batch of the producer and
+// stay pending until the transaction's marker on that partition (see
+// group_txn.go): visible to OffsetFetch after a commit, dropped after an
+// abort. v3+ carries the member id, generation and instance id, checked as
+// OffsetCommit checks them (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
+// FENCED_INSTANCE_ID); an old producer epoch answers INVALID_PRODUCER_EPOCH;
+// unknown partitions UNKNOWN_TOPIC_OR_PARTITION.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiDef{key: 28, min: 0, max: 5, handle: handleTxnOffsetCommit})
+}
+
+func handleTxnOffsetCommit(b *Broker, r *request) any {
+	req := r.req.(*kmsg.TxnOffsetCommitRequest)
+	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	im := b.currentImage()
+	a := txnOffsetArgs{group: req.Group, generation: -1, pid: req.ProducerID, epoch: req.ProducerEpoch}
+	if r.version >= 3 {
+		a.memberID, a.generation = req.MemberID, req.Generation
+		if req.InstanceID != nil {
+			a.instanceID = *req.InstanceID
+		}
+	}
+	type slot struct{ ti, pi int }
+	var slots []slot
+	for ti, t := range req.Topics {
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		topic := im.Topics[t.Topic]
+		for pi, p := range t.Partitions {
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition = p.Partition
+			if topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions) {
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			} else {
+				it := offsetCommitItem{topic: t.Topic, partition: p.Partition, offset: p.Offset, leaderEpoch: -1, expireTime: -1}
+				if r.version >= 2 {
+					it.leaderEpoch = p.LeaderEpoch
+				}
+				if p.Metadata != nil {
+					it.metadata = *p.Metadata
+				}
+				a.items = append(a.items, it)
+				slots = append(slots, slot{ti, pi})
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	setAll := func(errs []*kerr.Error) kmsg.Response {
+		for i, s := range slots {
+			if i < len(errs) && errs[i] != nil {
+				resp.Topics[s.ti].Partitions[s.pi].ErrorCode = fencedCode(errs[i], r.version >= 3)
+			}
+		}
+		return resp
+	}
+	failAll := func(err *kerr.Error) kmsg.Response {
+		errs := make([]*kerr.Error, len(slots))
+		for i := range errs {
+			errs[i] = err
+		}
+		return setAll(errs)
+	}
+	if len(a.items) == 0 {
+		return resp
+	}
+	ch := b.groupAsk(req.Group, func(m *groupManager, reply func(any)) {
+		m.txnCommitOffsets(a, func(errs []*kerr.Error) { reply(errs) })
+	})
+	if ch == nil {
+		return failAll(kerr.CoordinatorNotAvailable)
+	}
+	return deferred(func() any {
+		v, ok := b.groupWait(ch)
+		if !ok {
+			return failAll(kerr.CoordinatorNotAvailable)
+		}
+		return setAll(v.([]*kerr.Error))
+	})
+}

@@ -1,0 +1,214 @@
+package ioring
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// A ring shard runs its loop on one io_uring ring: it runs posted closures,
+// submits what they and the completion handlers prepared in one batch per
+// iteration, and sleeps in io_uring_enter(2) until a completion arrives.
+//
+// Wake-ups: closures come from any goroutine (handlers' deferred work,
+// other shards, the controller), most of which own no ring, so the inbox is
+// a channel plus an eventfd whose read is always armed on the ring. A
+// poster writes the eventfd only when the loop has announced that it
+// sleeps (sleeping, swapped to false by the first poster), so a busy
+// loop costs posters nothing but the channel send. The alternative,
+// IORING_OP_MSG_RING, needs a ring on the sending side; BenchmarkWake
+// (wake_bench_test.go) measures both from ring to ring, and the figures are
+// in the package doc.
+
+// ringState is the ring side of a Shard. Fields below the atomics are
+// owned by the loop goroutine.
+type ringState struct {
+	sleeping atomic.Bool
+	closing  atomic.Bool
+	efd      int
+	one      [8]byte // the eventfd increment (1), written by posters
+
+	ring    *Ring
+	efdBuf  [8]byte
+	wakeH   HandlerFunc
+	tickers []func(now time.Time)
+	closers []func()
+	wakeups uint64 // eventfd reads completed
+}
+
+// wake writes the eventfd if the loop sleeps (or is about to).
+func (rs *ringState) wake() {
+	if rs.sleeping.Load() && rs.sleeping.CompareAndSwap(true, false) {
+		unix.RawSyscall(unix.SYS_WRITE, uintptr(rs.efd), uintptr(unsafe.Pointer(&rs.one[0])), 8)
+	}
+}
+
+// NewRingShard starts shard id's loop on its own io_uring ring, created on
+// the loop's locked (and, with o.Pin, pinned) thread after o.OnStart. It
+// returns the ring's setup error, in which case no loop runs.
+func NewRingShard(id int, o ShardOptions) (*Shard, error) {
+	if o.InboxSize <= 0 {
+		o.InboxSize = 4096
+	}
+	s := &Shard{id: id, inbox: make(chan func(), o.InboxSize), done: make(chan struct{})}
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC) // blocking: the ring polls it
+	if err != nil {
+		return nil, fmt.Errorf("cannot create eventfd of shard %d: %w", id, err)
+	}
+	s.rs = &ringState{efd: efd}
+	s.rs.one[0] = 1
+	ready := make(chan error, 1)
+	s.wg.Add(1)
+	go s.ringLoop(o, ready)
+	if err := <-ready; err != nil {
+		s.wg.Wait()
+		unix.Close(efd)
+		return nil, err
+	}
+	return s, nil
+}
+
+// IsRing reports whether the shard runs on an io_uring ring.
+func (s *Shard) IsRing() bool { return s.rs != nil }
+
+// Ring is the shard's ring. Only closures running on the shard's loop may
+// use it (the ring is single-issuer).
+func (s *Shard) Ring() *Ring {
+	if s.rs == nil {
+		return nil
+	}
+	return s.rs.ring
+}
+
+// OnTick registers fn to run on the loop about once a second (idle
+// connection sweeps). Call it from the loop.
+func (s *Shard) OnTick(fn func(now time.Time)) { s.rs.tickers = append(s.rs.tickers, fn) }
+
+// OnClose registers fn to run on the loop when the shard stops, before its
+// ring is closed (engines shut their sockets down there). Call it from the loop.
+func (s *Shard) OnClose(fn func()) { s.rs.closers = append(s.rs.closers, fn) }
+
+// Wakeups is the number of eventfd wake-ups the loop has taken (loop only).
+func (s *Shard) Wakeups() uint64 { return s.rs.wakeups }
+
+func (s *Shard) armWake() {
+	if _, err := s.rs.ring.Read(s.rs.efd, s.rs.efdBuf[:], 0, false, s.rs.wakeH); err != nil && err != ErrClosed {
+		panic(fmt.Sprintf("ioring: cannot arm the wake-up read of shard %d: %v", s.id, err))
+	}
+}
+
+func (s *Shard) ringLoop(o ShardOptions, ready chan<- error) {
+	defer s.wg.Done()
+	rs := s.rs
+	locked, perr := o.pin()
+	if !locked {
+		runtime.LockOSThread() // the ring is single-issuer: one thread for its life
+		defer runtime.UnlockOSThread()
+	}
+	if perr != nil {
+		ready <- fmt.Errorf("cannot place shard %d: %w", s.id, perr)
+		return
+	}
+	if o.OnStart != nil {
+		o.OnStart()
+	}
+	ro := o.Ring
+	if ro.Entries == 0 {
+		ro.Entries = 1024
+	}
+	if ro.CQEntries == 0 {
+		ro.CQEntries = 8 * ro.Entries
+	}
+	r, err := New(ro)
+	if err != nil {
+		ready <- fmt.Errorf("cannot create the ring of shard %d: %w", s.id, err)
+		return
+	}
+	rs.ring = r
+	rs.wakeH = func(c CQE) {
+		rs.wakeups++
+		if !rs.closing.Load() || c.Res > 0 {
+			s.armWake()
+		}
+	}
+	s.armWake()
+	ready <- nil
+
+	lastTick := time.Now()
+	for {
+		start := time.Now()
+		n := uint64(0)
+	drain:
+		for n < 1024 {
+			select {
+			case fn := <-s.inbox:
+				fn()
+				n++
+			default:
+				break drain
+			}
+		}
+		got, _ := r.Poll() // submit what the closures prepared, dispatch what is ready
+		if n > 0 {
+			s.tasks.Add(n)
+		}
+		if n > 0 || got > 0 {
+			s.busyNano.Add(int64(time.Since(start)))
+		}
+		if now := time.Now(); now.Sub(lastTick) >= time.Second {
+			lastTick = now
+			for _, fn := range rs.tickers {
+				fn(now)
+			}
+		}
+		if n > 0 || got > 0 {
+			continue
+		}
+		if rs.closing.Load() {
+			break
+		}
+		// Announce the sleep, then look once more: a poster that saw
+		// sleeping false has already queued and will be seen here.
+		rs.sleeping.Store(true)
+		if len(s.inbox) > 0 || rs.closing.Load() {
+			rs.sleeping.Store(false)
+			continue
+		}
+		runtime.Gosched()
+		_, _ = r.Wait(1, time.Second)
+		rs.sleeping.Store(false)
+	}
+	// Stopping: let engines shut their sockets, run what is still queued,
+	// then cancel whatever is in flight.
+	for _, fn := range rs.closers {
+		fn()
+	}
+	for {
+		select {
+		case fn := <-s.inbox:
+			fn()
+			continue
+		default:
+		}
+		break
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for r.InFlight() > 1 && time.Now().Before(deadline) { // the wake-up read stays armed
+		_, _ = r.Wait(1, 50*time.Millisecond)
+		for {
+			select {
+			case fn := <-s.inbox:
+				fn()
+				continue
+			default:
+			}
+			break
+		}
+	}
+	_ = r.Close()
+	unix.Close(rs.efd)
+}

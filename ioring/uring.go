@@ -1,0 +1,822 @@
+package ioring
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The uring engine: per ring shard, one SO_REUSEPORT listener with a
+// multishot accept, a multishot recv per connection from the shard's
+// provided buffer ring, Kafka frames (4-byte big-endian size prefix) cut on
+// the loop, and responses sent through the ring in order: byte parts with
+// send/writev (send-zc for large referenced parts when UringOptions.SendZCMin
+// asks for it), file parts with splice (file -> pipe -> socket), both run
+// by the kernel so the loop never blocks. Everything below runs on the
+// owning shard's loop.
+
+// Errors reported to RingConnCallbacks.OnClose.
+var (
+	// ErrIdle closes a connection silent for longer than UringOptions.IdleTimeout.
+	ErrIdle = errors.New("ioring: connection idle")
+	// ErrFrameTimeout closes a connection that sent part of a frame and then
+	// nothing for UringOptions.FrameTimeout.
+	ErrFrameTimeout = errors.New("ioring: truncated request frame")
+	// ErrFrameSize closes a connection that announced a frame outside
+	// [UringOptions.MinFrame, MaxFrame].
+	ErrFrameSize = errors.New("ioring: request frame size out of range")
+)
+
+// FrameAction is what OnFrame asks the engine to do next.
+type FrameAction int
+
+const (
+	FrameContinue FrameAction = iota // deliver the next frame
+	FramePause                       // stop reading until RingConn.Resume
+	FrameClose                       // close after the queued responses are sent
+)
+
+// RingConnHandler opens the callbacks of a connection accepted by the uring
+// engine, on the loop of the shard that accepted it. It returns nil to
+// refuse the connection (closed at once).
+type RingConnHandler interface {
+	OpenRingConn(c *RingConn) RingConnCallbacks
+}
+
+// RingConnCallbacks receive a connection's frames and its end, on its loop.
+type RingConnCallbacks interface {
+	// OnFrame gets one request frame without its size prefix. frame aliases
+	// the engine's receive buffers and is valid only during the call.
+	OnFrame(frame []byte) FrameAction
+	// OnClose is called once, after the socket is closed and no op uses it.
+	// err is nil for an orderly end (EOF, Close, engine shutdown).
+	OnClose(err error)
+}
+
+// UringOptions configures the uring engine.
+type UringOptions struct {
+	Addr   string   // host:port; port 0 picks one for all shards
+	Shards []*Shard // ring shards (NewRingShard), one listener each
+	Logger *slog.Logger
+	// MaxFrame and MinFrame bound the announced frame size
+	// (socket.request.max.bytes; a request header needs 8 bytes).
+	MaxFrame, MinFrame int32
+	// IdleTimeout closes connections that send nothing for that long
+	// (connections.max.idle.ms); 0 never.
+	IdleTimeout time.Duration
+	// FrameTimeout closes connections that stop in the middle of a frame
+	// (default 30s, as the netpoll path).
+	FrameTimeout time.Duration
+	// RecvBuffers x RecvBufSize is each shard's provided buffer ring
+	// (defaults 256 x 32 KiB).
+	RecvBuffers, RecvBufSize int
+	// SendZCMin sends referenced parts (RingConn.WriteRef) of at least this
+	// many bytes with IORING_OP_SEND_ZC; 0 never (the default: on loopback
+	// and for small responses it costs more than it saves, see the doc).
+	SendZCMin int
+}
+
+// RingConn is one connection of the uring engine. All methods must be
+// called on its shard's loop (Shard().Post from elsewhere).
+type RingConn struct {
+	us     *uringShard
+	fd     int
+	remote string
+	cb     RingConnCallbacks
+
+	// receive
+	recvUD    uint64
+	recvArmed bool
+	paused    bool
+	acc       []byte // bytes of frames not yet complete (or held while paused)
+	lastRecv  time.Time
+	recvH     HandlerFunc
+
+	// send
+	wbuf      [2][]byte
+	wcur      int
+	wrefs     [2]int
+	q         []outPart
+	qh        int
+	iov       []unix.Iovec
+	sending   bool
+	flightEnd int // q index past the parts of the send in flight
+	zcRes     int32
+	pipe      [2]int
+	pipeCap   int
+	pipeFill  int
+	sendH     HandlerFunc
+	spInH     HandlerFunc
+	spOutH    HandlerFunc
+
+	ops        int // ops in flight that use fd
+	closeAfter bool
+	closing    bool
+	closeErr   error
+	done       bool
+	Stats      ConnStats
+}
+
+// ConnStats are a connection's counters (loop-owned).
+type ConnStats struct {
+	Frames, RecvBytes, SentBytes, Sends, Splices uint64
+}
+
+type outPart struct {
+	buf    int8 // 0/1: wbuf[buf][lo:hi]; -1: ref; -2: file
+	lo, hi int
+	ref    []byte
+	f      *os.File
+	off, n int64
+}
+
+type uringShard struct {
+	e       *uring
+	sh      *Shard
+	ring    *Ring
+	br      *BufRing
+	lfd     int
+	h       RingConnHandler
+	conns   map[*RingConn]struct{}
+	accepts HandlerFunc
+	closing bool
+	started bool
+}
+
+type uring struct {
+	o       UringOptions
+	lns     []*net.TCPListener
+	files   []*os.File
+	mu      sync.Mutex
+	closed  bool
+	stop    chan struct{}
+	shards  []*uringShard
+	serving bool
+}
+
+// NewUring binds one SO_REUSEPORT listener per shard in o.Shards, which
+// must be ring shards. Serve arms the accepts on each shard's loop.
+func NewUring(o UringOptions) (Engine, error) {
+	if len(o.Shards) == 0 {
+		return nil, fmt.Errorf("cannot start the uring engine without shards")
+	}
+	for _, s := range o.Shards {
+		if !s.IsRing() {
+			return nil, fmt.Errorf("cannot start the uring engine on shard %d: it has no ring", s.ID())
+		}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.MaxFrame <= 0 {
+		o.MaxFrame = 100 << 20
+	}
+	if o.FrameTimeout <= 0 {
+		o.FrameTimeout = 30 * time.Second
+	}
+	if o.RecvBuffers <= 0 {
+		o.RecvBuffers = 256
+	}
+	if o.RecvBufSize <= 0 {
+		o.RecvBufSize = 32 << 10
+	}
+	lc := net.ListenConfig{Control: func(network, address string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
+	e := &uring{o: o, stop: make(chan struct{})}
+	addr := o.Addr
+	for i, s := range o.Shards {
+		ln, err := lc.Listen(context.Background(), "tcp", addr)
+		if err != nil {
+			e.closeListeners()
+			return nil, fmt.Errorf("cannot listen on %q for shard %d: %w", addr, s.ID(), err)
+		}
+		tl := ln.(*net.TCPListener)
+		e.lns = append(e.lns, tl)
+		if i == 0 {
+			addr = ln.Addr().String()
+		}
+		// A dup of the socket for the ring; the net.Listener stays open (and
+		// never accepts) so Addr works and the port stays bound.
+		f, err := tl.File()
+		if err != nil {
+			e.closeListeners()
+			return nil, fmt.Errorf("cannot get the listener fd of shard %d: %w", s.ID(), err)
+		}
+		e.files = append(e.files, f)
+		e.shards = append(e.shards, &uringShard{e: e, sh: s, lfd: int(f.Fd()), conns: map[*RingConn]struct{}{}})
+	}
+	return e, nil
+}
+
+func (e *uring) closeListeners() {
+	for _, l := range e.lns {
+		l.Close()
+	}
+	for _, f := range e.files {
+		f.Close()
+	}
+}
+
+func (e *uring) Name() string   { return "uring" }
+func (e *uring) Addr() net.Addr { return e.lns[0].Addr() }
+
+// Serve arms every shard's accept and waits for Close. h must implement
+// RingConnHandler.
+func (e *uring) Serve(h ConnHandler) error {
+	rh, ok := h.(RingConnHandler)
+	if !ok {
+		return fmt.Errorf("cannot serve with the uring engine: %T does not implement ioring.RingConnHandler", h)
+	}
+	errs := make(chan error, len(e.shards))
+	for _, us := range e.shards {
+		us := us
+		us.sh.Post(func() { errs <- us.start(rh) })
+	}
+	var first error
+	for range e.shards {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		e.Close()
+		return first
+	}
+	<-e.stop
+	return nil
+}
+
+// Close stops accepting; open connections stay until their owner closes
+// them (or their shard stops).
+func (e *uring) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	e.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, us := range e.shards {
+		us := us
+		wg.Add(1)
+		us.sh.Post(func() { defer wg.Done(); us.stopAccepting() })
+	}
+	wg.Wait()
+	e.closeListeners()
+	close(e.stop)
+	return nil
+}
+
+// start runs on the shard's loop.
+func (us *uringShard) start(h RingConnHandler) error {
+	us.h = h
+	us.ring = us.sh.Ring()
+	br, err := us.ring.RegisterBufRing(1, uint32(nextPow2(us.e.o.RecvBuffers)), us.e.o.RecvBufSize)
+	if err != nil {
+		return fmt.Errorf("cannot set up receive buffers of shard %d: %w", us.sh.ID(), err)
+	}
+	us.br = br
+	us.accepts = us.onAccept
+	if err := us.armAccept(); err != nil {
+		return err
+	}
+	us.started = true
+	us.sh.OnTick(us.tick)
+	us.sh.OnClose(us.shutdown)
+	return nil
+}
+
+func nextPow2(n int) int {
+	p := 1
+	for p < n {
+		p <<= 1
+	}
+	return min(p, maxBufRingEntries)
+}
+
+func (us *uringShard) armAccept() error {
+	if _, err := us.ring.AcceptMultishot(us.lfd, unix.SOCK_CLOEXEC, us.accepts); err != nil {
+		return fmt.Errorf("cannot arm accept on shard %d: %w", us.sh.ID(), err)
+	}
+	return nil
+}
+
+func (us *uringShard) stopAccepting() {
+	if us.closing {
+		return
+	}
+	us.closing = true
+	if us.started {
+		_, _ = us.ring.CancelFd(us.lfd, CancelAll, nil)
+	}
+}
+
+// shutdown runs when the shard stops: every connection is aborted.
+func (us *uringShard) shutdown() {
+	us.stopAccepting()
+	for c := range us.conns {
+		c.Abort(nil)
+	}
+}
+
+func (us *uringShard) onAccept(c CQE) {
+	if !c.More() && !us.closing {
+		if c.Res < 0 && (c.Res == -int32(unix.EMFILE) || c.Res == -int32(unix.ENFILE)) {
+			us.e.o.Logger.Warn("accept failed, file descriptors exhausted", "shard", us.sh.ID(), "err", c.Err())
+			_, _ = us.ring.Timeout(100*time.Millisecond, 0, 0, HandlerFunc(func(CQE) {
+				if !us.closing {
+					_ = us.armAccept()
+				}
+			}))
+		} else if err := us.armAccept(); err != nil {
+			us.e.o.Logger.Error("cannot re-arm accept", "shard", us.sh.ID(), "err", err)
+		}
+	}
+	if c.Res < 0 {
+		return
+	}
+	fd := int(c.Res)
+	if us.closing {
+		unix.Close(fd)
+		return
+	}
+	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	rc := &RingConn{us: us, fd: fd, pipe: [2]int{-1, -1}, lastRecv: time.Now(), remote: peerName(fd)}
+	rc.recvH = rc.onRecv
+	rc.sendH = rc.onSend
+	rc.spInH = rc.onSpliceIn
+	rc.spOutH = rc.onSpliceOut
+	cb := us.h.OpenRingConn(rc)
+	if cb == nil {
+		unix.Close(fd)
+		return
+	}
+	rc.cb = cb
+	us.conns[rc] = struct{}{}
+	rc.armRecv()
+}
+
+func peerName(fd int) string {
+	sa, err := unix.Getpeername(fd)
+	if err != nil {
+		return "unknown"
+	}
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return (&net.TCPAddr{IP: a.Addr[:], Port: a.Port}).String()
+	case *unix.SockaddrInet6:
+		return (&net.TCPAddr{IP: a.Addr[:], Port: a.Port}).String()
+	}
+	return "unknown"
+}
+
+func (us *uringShard) tick(now time.Time) {
+	o := &us.e.o
+	for c := range us.conns {
+		if c.closing {
+			continue
+		}
+		quiet := now.Sub(c.lastRecv)
+		switch {
+		case len(c.acc) > 0 && !c.paused && quiet > o.FrameTimeout:
+			c.Abort(ErrFrameTimeout)
+		case o.IdleTimeout > 0 && quiet > o.IdleTimeout:
+			c.Abort(ErrIdle)
+		}
+	}
+}
+
+// Shard is the index of the connection's shard.
+func (c *RingConn) Shard() *Shard { return c.us.sh }
+
+// RemoteAddr is the peer's host:port.
+func (c *RingConn) RemoteAddr() string { return c.remote }
+
+// Fd is the socket (for tests and diagnostics; do not do I/O on it).
+func (c *RingConn) Fd() int { return c.fd }
+
+// Closed reports whether the connection is closing or closed.
+func (c *RingConn) Closed() bool { return c.closing }
+
+func (c *RingConn) armRecv() {
+	if c.recvArmed || c.closing || c.paused {
+		return
+	}
+	ud, err := c.us.ring.RecvMultishot(c.fd, c.us.br, 0, c.recvH)
+	if err != nil {
+		c.Abort(fmt.Errorf("cannot arm recv: %w", err))
+		return
+	}
+	c.recvUD, c.recvArmed = ud, true
+	c.ops++
+}
+
+func (c *RingConn) onRecv(cqe CQE) {
+	if !cqe.More() {
+		c.recvArmed = false
+		c.ops--
+	}
+	switch {
+	case cqe.Res > 0:
+		id, _ := cqe.BufferID()
+		data := c.us.br.Buf(id, int(cqe.Res))
+		c.lastRecv = time.Now()
+		c.Stats.RecvBytes += uint64(cqe.Res)
+		c.feed(data)
+		c.us.br.Recycle(id)
+		if !cqe.More() {
+			c.armRecv()
+		}
+	case cqe.Res == 0:
+		c.Abort(nil) // EOF
+	case cqe.Res == -int32(unix.ENOBUFS):
+		c.armRecv() // the buffers were recycled meanwhile
+	case cqe.Res == -int32(unix.ECANCELED):
+		c.armRecv() // a pause ended before the cancel landed, or closing (no-op)
+	default:
+		c.Abort(cqe.Err())
+	}
+	c.finishClose()
+}
+
+// feed cuts frames from data (one received chunk): in place while nothing
+// is buffered, through acc otherwise.
+func (c *RingConn) feed(data []byte) {
+	if c.closing {
+		return
+	}
+	if len(c.acc) == 0 && !c.paused {
+		rest := c.cut(data)
+		if len(rest) > 0 {
+			c.acc = append(c.acc, rest...)
+		}
+		return
+	}
+	c.acc = append(c.acc, data...)
+	if !c.paused {
+		c.compact(c.cut(c.acc))
+	}
+}
+
+func (c *RingConn) compact(rest []byte) {
+	n := copy(c.acc, rest)
+	c.acc = c.acc[:n]
+	if n == 0 && cap(c.acc) > 4<<20 {
+		c.acc = nil // a huge frame passed; do not keep its buffer
+	}
+}
+
+// cut delivers every whole frame at the start of b and returns the rest.
+func (c *RingConn) cut(b []byte) []byte {
+	o := &c.us.e.o
+	for len(b) >= 4 && !c.paused && !c.closing && !c.closeAfter {
+		size := int32(binary.BigEndian.Uint32(b))
+		if size < o.MinFrame || size > o.MaxFrame {
+			c.Abort(fmt.Errorf("%w: %d outside [%d, %d]", ErrFrameSize, size, o.MinFrame, o.MaxFrame))
+			return nil
+		}
+		if len(b)-4 < int(size) {
+			break
+		}
+		frame := b[4 : 4+size]
+		b = b[4+size:]
+		c.Stats.Frames++
+		switch c.cb.OnFrame(frame) {
+		case FramePause:
+			c.pause()
+		case FrameClose:
+			c.Close()
+		}
+	}
+	return b
+}
+
+func (c *RingConn) pause() {
+	if c.paused {
+		return
+	}
+	c.paused = true
+	if c.recvArmed {
+		_, _ = c.us.ring.Cancel(c.recvUD, 0, nil)
+	}
+}
+
+// Resume delivers the frames held while paused and reads again.
+func (c *RingConn) Resume() {
+	if !c.paused || c.closing {
+		return
+	}
+	c.paused = false
+	c.compact(c.cut(c.acc))
+	if !c.paused {
+		c.armRecv()
+	}
+}
+
+// Paused reports whether reading is paused.
+func (c *RingConn) Paused() bool { return c.paused }
+
+// Write queues a copy of b.
+func (c *RingConn) Write(b []byte) {
+	if c.closing || len(b) == 0 {
+		return
+	}
+	w := &c.wbuf[c.wcur]
+	lo := len(*w)
+	*w = append(*w, b...)
+	if n := len(c.q); n > c.qh && (!c.sending || n-1 >= c.flightEnd) {
+		if p := &c.q[n-1]; p.buf == int8(c.wcur) && p.hi == lo {
+			p.hi = len(*w)
+			return
+		}
+	}
+	c.wrefs[c.wcur]++
+	c.q = append(c.q, outPart{buf: int8(c.wcur), lo: lo, hi: len(*w)})
+}
+
+// WriteRef queues b without copying; b must not change until sent.
+func (c *RingConn) WriteRef(b []byte) {
+	if c.closing || len(b) == 0 {
+		return
+	}
+	c.q = append(c.q, outPart{buf: -1, ref: b})
+}
+
+// WriteFile queues n bytes of f from offset off, sent with splice; f must
+// stay open until sent.
+func (c *RingConn) WriteFile(f *os.File, off int64, n int64) {
+	if c.closing || n <= 0 {
+		return
+	}
+	c.q = append(c.q, outPart{buf: -2, f: f, off: off, n: n})
+}
+
+// Flush starts sending what is queued (a no-op while a send is in flight:
+// its completion continues).
+func (c *RingConn) Flush() { c.kick() }
+
+// Pending is the number of queued parts not yet sent.
+func (c *RingConn) Pending() int { return len(c.q) - c.qh }
+
+// Close closes the connection once the queued responses are sent.
+func (c *RingConn) Close() {
+	if c.closing {
+		return
+	}
+	c.closeAfter = true
+	c.pause()
+	c.kick()
+}
+
+// Abort closes the connection now; OnClose gets err.
+func (c *RingConn) Abort(err error) {
+	if c.closing {
+		return
+	}
+	c.closing, c.closeErr = true, err
+	if c.recvArmed {
+		_, _ = c.us.ring.Cancel(c.recvUD, 0, nil)
+	}
+	// Unblock sends and splices in flight; their completions then fail.
+	_ = unix.Shutdown(c.fd, unix.SHUT_RDWR)
+	c.finishClose()
+}
+
+// finishClose closes the socket once no op uses it, then reports.
+func (c *RingConn) finishClose() {
+	if !c.closing || c.done || c.ops > 0 {
+		return
+	}
+	c.done = true
+	unix.Close(c.fd)
+	if c.pipe[0] >= 0 {
+		unix.Close(c.pipe[0])
+		unix.Close(c.pipe[1])
+	}
+	delete(c.us.conns, c)
+	c.q, c.acc, c.wbuf = nil, nil, [2][]byte{}
+	c.cb.OnClose(c.closeErr)
+}
+
+func (c *RingConn) kick() {
+	if c.sending || c.closing {
+		return
+	}
+	if c.qh == len(c.q) {
+		c.q, c.qh = c.q[:0], 0
+		for i := range c.wbuf {
+			if c.wrefs[i] == 0 {
+				c.wbuf[i] = c.wbuf[i][:0]
+			}
+		}
+		if c.closeAfter {
+			c.Abort(nil)
+		}
+		return
+	}
+	// New writes go to the other buffer when it is free, so this one can be
+	// reset once sent.
+	if c.wrefs[c.wcur^1] == 0 {
+		c.wbuf[c.wcur^1] = c.wbuf[c.wcur^1][:0]
+		c.wcur ^= 1
+	}
+	p := &c.q[c.qh]
+	if p.buf == -2 {
+		c.spliceIn()
+		return
+	}
+	if p.buf == -1 && c.us.e.o.SendZCMin > 0 && len(p.ref) >= c.us.e.o.SendZCMin {
+		c.zcRes = 0
+		if _, err := c.us.ring.SendZC(c.fd, p.ref, unix.MSG_NOSIGNAL, 0, c.sendH); err != nil {
+			c.Abort(err)
+			return
+		}
+		c.sending, c.flightEnd = true, c.qh+1
+		c.ops++
+		c.Stats.Sends++
+		return
+	}
+	c.iov = c.iov[:0]
+	for i := c.qh; i < len(c.q) && len(c.iov) < 64; i++ {
+		b := c.partBytes(&c.q[i])
+		if b == nil {
+			break
+		}
+		c.iov = append(c.iov, unix.Iovec{Base: &b[0]})
+		c.iov[len(c.iov)-1].SetLen(len(b))
+	}
+	var err error
+	if len(c.iov) == 1 {
+		_, err = c.us.ring.Send(c.fd, c.partBytes(&c.q[c.qh]), unix.MSG_NOSIGNAL, c.sendH)
+	} else {
+		_, err = c.us.ring.Writev(c.fd, c.iov, 0, c.sendH)
+	}
+	if err != nil {
+		c.Abort(err)
+		return
+	}
+	c.sending, c.flightEnd = true, c.qh+len(c.iov)
+	c.ops++
+	c.Stats.Sends++
+}
+
+// partBytes is the unsent bytes of a byte part, nil for a file part.
+func (c *RingConn) partBytes(p *outPart) []byte {
+	switch p.buf {
+	case -1:
+		return p.ref
+	case -2:
+		return nil
+	}
+	return c.wbuf[p.buf][p.lo:p.hi]
+}
+
+func (c *RingConn) onSend(cqe CQE) {
+	if cqe.More() { // send-zc result; the notification follows
+		c.zcRes = cqe.Res
+		return
+	}
+	res := cqe.Res
+	if cqe.Notif() {
+		res = c.zcRes
+	}
+	c.sending = false
+	c.ops--
+	if res < 0 {
+		if !c.closing {
+			c.Abort(syscall.Errno(-res))
+		}
+		c.finishClose()
+		return
+	}
+	c.Stats.SentBytes += uint64(res)
+	c.advance(int(res))
+	c.kick()
+	c.finishClose()
+}
+
+// advance drops n sent bytes from the head of the queue.
+func (c *RingConn) advance(n int) {
+	for n > 0 && c.qh < len(c.q) {
+		p := &c.q[c.qh]
+		b := c.partBytes(p)
+		if n < len(b) {
+			if p.buf == -1 {
+				p.ref = p.ref[n:]
+			} else {
+				p.lo += n
+			}
+			return
+		}
+		n -= len(b)
+		c.release(p)
+	}
+}
+
+func (c *RingConn) release(p *outPart) {
+	if p.buf >= 0 {
+		c.wrefs[p.buf]--
+	}
+	*p = outPart{}
+	c.qh++
+}
+
+func (c *RingConn) spliceIn() {
+	if c.pipe[0] < 0 {
+		var p [2]int
+		if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+			c.Abort(fmt.Errorf("cannot create splice pipe: %w", err))
+			return
+		}
+		c.pipe = p
+		c.pipeCap = 64 << 10
+		if n, err := unix.FcntlInt(uintptr(p[1]), unix.F_SETPIPE_SZ, 1<<20); err == nil {
+			c.pipeCap = n
+		}
+	}
+	p := &c.q[c.qh]
+	n := min(p.n, int64(c.pipeCap))
+	if _, err := c.us.ring.Splice(int(p.f.Fd()), p.off, c.pipe[1], -1, uint32(n), unix.SPLICE_F_MOVE, c.spInH); err != nil {
+		c.Abort(err)
+		return
+	}
+	c.sending, c.flightEnd = true, c.qh+1
+	c.ops++
+	c.Stats.Splices++
+}
+
+func (c *RingConn) onSpliceIn(cqe CQE) {
+	c.ops--
+	if cqe.Res <= 0 || c.closing {
+		c.sending = false
+		if !c.closing {
+			err := cqe.Err()
+			if cqe.Res == 0 {
+				err = fmt.Errorf("segment %s ended %d bytes early", c.q[c.qh].f.Name(), c.q[c.qh].n)
+			}
+			c.Abort(err)
+		}
+		c.finishClose()
+		return
+	}
+	p := &c.q[c.qh]
+	p.off += int64(cqe.Res)
+	p.n -= int64(cqe.Res)
+	c.pipeFill = int(cqe.Res)
+	c.spliceOut()
+}
+
+func (c *RingConn) spliceOut() {
+	if _, err := c.us.ring.Splice(c.pipe[0], -1, c.fd, -1, uint32(c.pipeFill), unix.SPLICE_F_MOVE, c.spOutH); err != nil {
+		c.sending = false
+		c.Abort(err)
+		return
+	}
+	c.ops++
+}
+
+func (c *RingConn) onSpliceOut(cqe CQE) {
+	c.ops--
+	if cqe.Res <= 0 || c.closing {
+		c.sending = false
+		if !c.closing {
+			err := cqe.Err()
+			if cqe.Res == 0 {
+				err = syscall.EPIPE
+			}
+			c.Abort(err)
+		}
+		c.finishClose()
+		return
+	}
+	c.Stats.SentBytes += uint64(cqe.Res)
+	c.pipeFill -= int(cqe.Res)
+	if c.pipeFill > 0 {
+		c.spliceOut()
+		return
+	}
+	if c.q[c.qh].n > 0 {
+		c.spliceIn()
+		return
+	}
+	c.release(&c.q[c.qh])
+	c.sending = false
+	c.kick()
+}

@@ -1,0 +1,139 @@
+package nvme
+
+import "unsafe"
+
+// DefaultCacheBlockBytes is the size of one BlockCache block and of the
+// O_DIRECT reads that fill it: 1 MiB, where sequential O_DIRECT reads reach
+// the device's bandwidth on the development machine (see shared/limits.md).
+const DefaultCacheBlockBytes = 1 << 20
+
+// DefaultCacheBytes is the capacity of a BlockCache that NewBlockCache is
+// given 0 for.
+const DefaultCacheBytes = 64 << 20
+
+// BlockCache holds blocks of direct-mode segment files in aligned buffers:
+// data read with O_DIRECT for catch-up fetches, and the blocks that appends
+// filled. Fetch responses send straight from these buffers (Chunk.Mem), so
+// record bytes are never copied into other Go heap buffers. A buffer is
+// immutable once cached; eviction only drops the cache's reference, so a
+// response still sending from it keeps it alive (the garbage collector frees
+// it after the send), which is why buffers are not recycled.
+//
+// Ownership: a BlockCache belongs to one shard goroutine (every Log that
+// shares it runs there); it has no lock.
+type BlockCache struct {
+	blockSize int64
+	capacity  int // blocks
+	entries   map[cacheKey]*cacheEntry
+	head      cacheEntry // sentinel of the LRU list: head.next is the most recent
+	nextID    uint64
+	stats     CacheStats
+}
+
+// CacheStats counts a BlockCache's work, for metrics and benchmarks.
+type CacheStats struct {
+	Hits, Misses uint64 // block lookups
+	ReadBytes    uint64 // bytes read with O_DIRECT to fill blocks
+	Evictions    uint64
+	Blocks       int // blocks held now
+}
+
+type cacheKey struct {
+	file  uint64
+	block int64
+}
+
+type cacheEntry struct {
+	key        cacheKey
+	buf        []byte // blockSize bytes, aligned
+	valid      int    // bytes of buf that hold file data
+	prev, next *cacheEntry
+}
+
+// NewBlockCache returns a cache of capacityBytes (0: DefaultCacheBytes)
+// made of DefaultCacheBlockBytes blocks; it holds at least 2 blocks.
+func NewBlockCache(capacityBytes int64) *BlockCache {
+	if capacityBytes <= 0 {
+		capacityBytes = DefaultCacheBytes
+	}
+	c := &BlockCache{blockSize: DefaultCacheBlockBytes, entries: map[cacheKey]*cacheEntry{}}
+	c.capacity = max(2, int(capacityBytes/c.blockSize))
+	c.head.next, c.head.prev = &c.head, &c.head
+	return c
+}
+
+// Stats returns the counters (call on the owner shard).
+func (c *BlockCache) Stats() CacheStats {
+	s := c.stats
+	s.Blocks = len(c.entries)
+	return s
+}
+
+func (c *BlockCache) newFileID() uint64 {
+	c.nextID++
+	return c.nextID
+}
+
+func (c *BlockCache) unlink(e *cacheEntry) {
+	e.prev.next, e.next.prev = e.next, e.prev
+}
+
+func (c *BlockCache) pushFront(e *cacheEntry) {
+	e.prev, e.next = &c.head, c.head.next
+	c.head.next.prev = e
+	c.head.next = e
+}
+
+// get returns the block and marks it recently used; nil when absent.
+func (c *BlockCache) get(k cacheKey) *cacheEntry {
+	e := c.entries[k]
+	if e == nil {
+		c.stats.Misses++
+		return nil
+	}
+	c.stats.Hits++
+	c.unlink(e)
+	c.pushFront(e)
+	return e
+}
+
+// put stores buf (valid bytes of data) as block k, replacing an older copy
+// and evicting the least recently used blocks beyond capacity.
+func (c *BlockCache) put(k cacheKey, buf []byte, valid int) *cacheEntry {
+	if old := c.entries[k]; old != nil {
+		c.unlink(old)
+		delete(c.entries, k)
+	}
+	e := &cacheEntry{key: k, buf: buf, valid: valid}
+	c.entries[k] = e
+	c.pushFront(e)
+	for len(c.entries) > c.capacity {
+		last := c.head.prev
+		c.unlink(last)
+		delete(c.entries, last.key)
+		c.stats.Evictions++
+	}
+	return e
+}
+
+// dropFile forgets the blocks of file id from block `from` on.
+func (c *BlockCache) dropFile(id uint64, from int64) {
+	for k, e := range c.entries {
+		if k.file == id && k.block >= from {
+			c.unlink(e)
+			delete(c.entries, k)
+		}
+	}
+}
+
+// alignedBuf returns a zeroed n-byte slice whose first byte is aligned to
+// align (a power of two), for O_DIRECT. The backing array is Go memory that
+// the garbage collector frees when no slice refers to it.
+func alignedBuf(n, align int) []byte {
+	b := make([]byte, n+align)
+	off := 0
+	if r := int(uintptr(unsafe.Pointer(unsafe.SliceData(b))) & uintptr(align-1)); r != 0 {
+		off = align - r
+	}
+	return b[off : off+n : off+n]
+}

@@ -1,0 +1,110 @@
+package nvme
+
+import "fmt"
+
+// segFiles says how a Log opens its segment .log files: buffered or
+// O_DIRECT, preallocated or not. Index files are always buffered (they are
+// small, and rebuilt from the .log after an unclean stop).
+type segFiles struct {
+	direct   bool
+	prealloc bool
+	cache    *BlockCache
+	align    int
+}
+
+func newSegFiles(o Options) segFiles {
+	sf := segFiles{direct: o.IOMode == IOModeDirect, prealloc: o.Preallocate || o.IOMode == IOModeDirect, cache: o.Cache, align: o.Alignment}
+	if sf.align <= 0 {
+		sf.align = 4096
+	}
+	if sf.direct && sf.cache == nil {
+		sf.cache = NewBlockCache(DefaultCacheBytes / 16)
+	}
+	return sf
+}
+
+// allocator is a file that can be preallocated (fallocate mode 0).
+type allocator interface{ Allocate(size int64) error }
+
+// Allocate preallocates a buffered segment file.
+func (o osFile) Allocate(n int64) error { return fallocate(o.f, n) }
+
+// openSegFile opens a segment .log in the log's mode.
+func (l *Log) openSegFile(path string, flag int) (file, error) {
+	if l.sf.direct {
+		return openDirect(l.open, path, flag, 0o644, l.sf.cache, l.sf.align)
+	}
+	return l.open(path, flag, 0o644)
+}
+
+// preallocate extends the active segment's file to segment.bytes when the
+// log preallocates. Blocks past the data read as zeros, which recovery
+// takes as the end of the log. A refusal (a filesystem without fallocate)
+// is logged once and preallocation stops for this log.
+func (l *Log) preallocate(s *segment) {
+	if !l.sf.prealloc {
+		return
+	}
+	a, ok := s.log.(allocator)
+	if !ok {
+		return
+	}
+	if err := a.Allocate(l.opts.SegmentBytes); err != nil {
+		l.logger.Warn("cannot preallocate segment; continuing without preallocation", "segment", s.path(logSuffix), "err", err)
+		l.sf.prealloc = false
+		return
+	}
+	s.preallocated = true
+}
+
+// trimLog cuts a preallocated .log to its real size (when the segment rolls
+// or the log closes, so closed segments are plain Kafka segments) and
+// turns a direct-mode tail buffer into a read-only cache block.
+func (s *segment) trimLog() error {
+	if d, ok := s.log.(*directFile); ok && d.wblk != nil {
+		d.cache.put(cacheKey{d.id, d.wbase / d.bs}, d.wblk, int(d.size-d.wbase))
+		d.wblk, d.writable = nil, false
+	}
+	if !s.preallocated {
+		return nil
+	}
+	if err := s.log.Truncate(s.size); err != nil {
+		return fmt.Errorf("cannot trim preallocated segment %q to %d: %w", s.path(logSuffix), s.size, err)
+	}
+	s.preallocated = false
+	return nil
+}
+
+// appendChunks appends the Chunks that send [pos, pos+n) of s: a file range
+// for sendfile in buffered mode, cached memory in direct mode.
+func (s *segment) appendChunks(dst []Chunk, pos, n int64) ([]Chunk, error) {
+	if d, ok := s.log.(*directFile); ok {
+		out, err := d.memChunks(dst, pos, n)
+		if err != nil {
+			return dst, fmt.Errorf("cannot read segment %q at %d: %w", s.path(logSuffix), pos, err)
+		}
+		return out, nil
+	}
+	return append(dst, Chunk{File: s.log.OSFile(), Pos: pos, Len: int32(n)}), nil
+}
+
+// forgetCached drops a retired segment's blocks from the shard's cache.
+func (s *segment) forgetCached() {
+	if d, ok := s.log.(*directFile); ok {
+		d.forget()
+	}
+}
+
+// isZeroHeader reports whether a batch header is all zeros: the unwritten,
+// preallocated part of a segment, not a torn batch.
+func isZeroHeader(h []byte) bool {
+	for _, b := range h {
+		if b != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// zeroTailReason is the scan stop reason for preallocated zeros.
+const zeroTailReason = "preallocated zeros"
