@@ -187,7 +187,7 @@ func WriteMarkdown(w io.Writer, rep *Report) {
 			note = fmt.Sprintf(" (%d errors%s)", r.PublishErrors, strings.ReplaceAll(map[bool]string{true: ": " + firstLine(r.Error), false: ""}[r.Error != ""], "|", "/"))
 		}
 		if r.Publish.Records == 0 && r.Error == "" {
-			note += " (nothing sent in the window was acked by the end of the grace period)"
+			note += " (nothing sent in the window was acked before it closed)"
 		}
 		fmt.Fprintf(w, "| %s%s | %s | %s | %.1f | %.0f | %s | %s | %s | %s | %s | %s | %.2f | %s | %s | %s |\n",
 			r.Workload.Name, note, r.Target.Name, r.Workload.Acks, r.Publish.MBPS, r.Publish.RecordsPS,
