@@ -32,9 +32,19 @@ vet:
 unit:
 	$(GO) test -race -timeout $(UNIT_TIMEOUT) $(UNIT_PKGS)
 
-# Rerun per engine: RB_ENGINE=uring RB_IO_MODE=direct RB_SHARDS=2 make integration
+# The suite runs once per engine: netpoll with the default shards, then
+# uring with 4 shards (more shards than CI's 2 cores). INTEGRATION_URING_RUN
+# narrows the uring pass (a go test -run pattern) should CI time get tight,
+# e.g. 'Franz|Kcat|Kill|BadInput|Sarama|Confluent'. Setting RB_ENGINE runs a
+# single pass as asked: RB_ENGINE=uring RB_IO_MODE=direct RB_SHARDS=2 make integration
+INTEGRATION_URING_RUN ?= .
 integration:
+ifdef RB_ENGINE
 	$(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) ./tests/integration/...
+else
+	RB_ENGINE=netpoll $(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) ./tests/integration/...
+	RB_ENGINE=uring RB_SHARDS=4 $(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) -run '$(INTEGRATION_URING_RUN)' ./tests/integration/...
+endif
 
 # log.io.mode=direct: the nvme package's tests again in direct mode, and the
 # integration tests that write, crash, recover and fetch a lot.

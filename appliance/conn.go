@@ -161,7 +161,7 @@ func (c *conn) reader() error {
 // dispatch decodes one frame and queues its slot. It returns false when the
 // connection must close.
 func (c *conn) dispatch(frame []byte) bool {
-	if c.ring != nil && c.ring.closing {
+	if c.ring != nil && c.ring.closing.Load() {
 		return false
 	}
 	pr, err := parseFrame(frame)

@@ -1,8 +1,10 @@
 package appliance
 
 import (
+	"encoding/binary"
 	"errors"
 	"io"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -16,16 +18,29 @@ import (
 // order instead of in a channel; answers are written by pump, on the loop,
 // as soon as the slot at the head is done: at once for handlers that
 // answer synchronously, after a Post from the goroutine of a deferred one.
-// Fields are owned by the loop, except pumpQueued.
+//
+// Handlers' synchronous parts are meant not to block, but some do (they
+// wait for other shards, or take the controller lock), so only the hot,
+// known non-blocking requests (Fetch, ApiVersions, Metadata and
+// non-transactional Produce) are dispatched on the loop; the others, and
+// everything behind them while they are queued, go to the connection's
+// dispatcher goroutine (started on first use), which keeps their order.
+// Fields are owned by the loop, except: pending/ph under mu (the
+// dispatcher enqueues), the atomics, and work (the dispatcher's queue).
 type uringConn struct {
-	c       *conn
-	rc      *ioring.RingConn
-	sh      *ioring.Shard
+	c   *conn
+	rc  *ioring.RingConn
+	sh  *ioring.Shard
+	enc []byte
+
+	mu      sync.Mutex
 	pending []*slot
 	ph      int
-	enc     []byte
-	closing bool
 
+	closing    atomic.Bool
+	stopRead   atomic.Bool  // a frame asked to close: read no more
+	queued     atomic.Int32 // frames handed to the dispatcher, not yet dispatched
+	work       chan []byte
 	pumpQueued atomic.Bool
 	pumpFn     func()
 	closeFn    func()
@@ -56,17 +71,77 @@ func (b *Broker) OpenRingConn(rc *ioring.RingConn) ioring.RingConnCallbacks {
 func (u *uringConn) OnFrame(frame []byte) ioring.FrameAction {
 	buf := make([]byte, len(frame))
 	copy(buf, frame)
-	ok := u.c.dispatch(buf)
-	u.pump()
-	if !ok || u.inFlight() >= maxInFlight {
-		return ioring.FramePause // a closing slot is queued, or backpressure
+	if u.queued.Load() == 0 && onLoopAPI(buf) {
+		if !u.c.dispatch(buf) {
+			u.stopRead.Store(true) // a closing slot is queued
+		}
+		u.pump()
+	} else {
+		if u.work == nil {
+			u.work = make(chan []byte, maxInFlight+1)
+			go u.dispatcher()
+		}
+		u.queued.Add(1)
+		u.work <- buf // never blocks: reading pauses at maxInFlight
+	}
+	if u.stopRead.Load() || u.inFlight() >= maxInFlight {
+		return ioring.FramePause
 	}
 	return ioring.FrameContinue
 }
 
+// dispatcher runs the frames that may block, in order.
+func (u *uringConn) dispatcher() {
+	for buf := range u.work {
+		if !u.stopRead.Load() && !u.c.dispatch(buf) {
+			u.stopRead.Store(true) // the closing slot is queued; drop the rest
+		}
+		u.queued.Add(-1)
+		u.notify()
+	}
+}
+
+// onLoopAPI reports whether a frame's handler is known not to block in its
+// synchronous part, so it may run on the loop: Fetch, ApiVersions,
+// Metadata, and Produce without a transactional id (header v1/v2 and the
+// first body field, transactional_id, are read here; anything malformed
+// goes to the dispatcher, whose parse reports it).
+func onLoopAPI(f []byte) bool {
+	if len(f) < 10 {
+		return false
+	}
+	key, version := int16(binary.BigEndian.Uint16(f)), int16(binary.BigEndian.Uint16(f[2:]))
+	switch key {
+	case 1, 3, 18:
+		return true
+	case 0:
+	default:
+		return false
+	}
+	rest := f[8:]
+	cid := int(int16(binary.BigEndian.Uint16(rest)))
+	rest = rest[2:]
+	if cid > 0 {
+		if cid > len(rest) {
+			return false
+		}
+		rest = rest[cid:]
+	}
+	if version >= 9 { // flexible: header tags, then a compact nullable string
+		if len(rest) < 2 || rest[0] != 0 {
+			return false
+		}
+		return rest[1] == 0 // null transactional id
+	}
+	return len(rest) >= 2 && int16(binary.BigEndian.Uint16(rest)) == -1
+}
+
 // OnClose runs once the socket is closed.
 func (u *uringConn) OnClose(err error) {
-	u.closing = true
+	u.closing.Store(true)
+	if u.work != nil {
+		close(u.work)
+	}
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, syscall.EPIPE) {
 		u.c.b.log.Warn("closing connection", "remote", u.c.remote, "shard", u.c.shard, "reason", err.Error())
 	}
@@ -78,15 +153,43 @@ func (u *uringConn) OnClose(err error) {
 	b.connWG.Done()
 }
 
-func (u *uringConn) inFlight() int { return len(u.pending) - u.ph }
+func (u *uringConn) inFlight() int {
+	u.mu.Lock()
+	n := len(u.pending) - u.ph
+	u.mu.Unlock()
+	return n + int(u.queued.Load())
+}
 
-// enqueue gives s its place in the response order (loop only).
+// enqueue gives s its place in the response order (the loop or the dispatcher).
 func (u *uringConn) enqueue(s *slot) bool {
-	if u.closing {
+	if u.closing.Load() {
 		return false
 	}
+	u.mu.Lock()
 	u.pending = append(u.pending, s)
+	u.mu.Unlock()
 	return true
+}
+
+// next pops the slot at the head if it is done.
+func (u *uringConn) next() *slot {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.ph == len(u.pending) {
+		return nil
+	}
+	s := u.pending[u.ph]
+	select {
+	case <-s.done:
+	default:
+		return nil
+	}
+	u.pending[u.ph] = nil
+	u.ph++
+	if u.ph == len(u.pending) {
+		u.pending, u.ph = u.pending[:0], 0
+	}
+	return s
 }
 
 // notify asks the loop to pump; any goroutine.
@@ -103,15 +206,11 @@ func (u *uringConn) closeTransport() { u.sh.Post(u.closeFn) }
 // flushes them through the ring (loop only).
 func (u *uringConn) pump() {
 	c := u.c
-	for u.ph < len(u.pending) && !u.closing {
-		s := u.pending[u.ph]
-		select {
-		case <-s.done:
-		default:
-			goto flush
+	for !u.closing.Load() {
+		s := u.next()
+		if s == nil {
+			break
 		}
-		u.pending[u.ph] = nil
-		u.ph++
 		c.b.metrics.requestDone(s.key, s.start, s.resp)
 		if s.closeNow {
 			u.closeAfterFlush()
@@ -144,13 +243,8 @@ func (u *uringConn) pump() {
 			}
 		}
 	}
-flush:
-	if u.ph == len(u.pending) {
-		clear(u.pending)
-		u.pending, u.ph = u.pending[:0], 0
-	}
 	u.rc.Flush()
-	if u.rc.Paused() && !u.closing && u.inFlight() < maxInFlight/2 {
+	if u.rc.Paused() && !u.closing.Load() && !u.stopRead.Load() && u.inFlight() < maxInFlight/2 {
 		u.rc.Resume()
 	}
 }
@@ -166,7 +260,7 @@ func (u *uringConn) write(b []byte) {
 }
 
 func (u *uringConn) closeAfterFlush() {
-	u.closing = true
+	u.closing.Store(true)
 	u.c.closeOnce.Do(func() { close(u.c.closed) })
 	u.rc.Close()
 }

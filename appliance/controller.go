@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/ringbroker/ringbroker/numa"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -144,15 +145,10 @@ func (b *Broker) shardLoad(im *Image) []int {
 	return load
 }
 
-func leastLoaded(load []int) int {
-	best := 0
-	for i, n := range load {
-		if n < load[best] {
-			best = i
-		}
-	}
-	return best
-}
+// leastLoaded places a new partition on a shard: numa.PartitionShard
+// (balanced by count). The answer is stored in its PartitionRecord, so it
+// is stable across restarts.
+func leastLoaded(load []int) int { return numa.PartitionShard(load) }
 
 // openTopicPartitions opens partitions from index from on their shards and waits.
 func (b *Broker) openTopicPartitions(t *TopicImage, from int32) error {

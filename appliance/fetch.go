@@ -11,7 +11,8 @@ package appliance
 // max_wait_ms passes. OFFSET_OUT_OF_RANGE is returned only outside
 // [log start offset, log end offset]. Incremental fetch sessions (KIP-227)
 // are not kept: every response carries session id 0, which tells clients to
-// send full requests. v13+ names topics by id (UNKNOWN_TOPIC_ID otherwise).
+// send full requests; a full request (session epoch 0 or -1) is answered
+// whatever session id it names. v13+ names topics by id (UNKNOWN_TOPIC_ID otherwise).
 // read_committed (isolation level 1) reads stop at the last stable offset
 // and carry the aborted transactions that overlap the fetched range, from
 // the partition's transaction index (nvme/txnindex.go); every response
@@ -43,7 +44,10 @@ type fetchPartIn struct {
 
 func handleFetch(b *Broker, r *request) any {
 	req := r.req.(*kmsg.FetchRequest)
-	if req.SessionID != 0 {
+	// Epoch 0 (INITIAL) and -1 (FINAL) make a full request, whatever the
+	// session id (Kafka closes the named session and answers in full); only an
+	// incremental request (epoch > 0) needs a session, and we keep none.
+	if req.SessionEpoch != 0 && req.SessionEpoch != -1 {
 		return encodeFetchResponse(r.version, kerr.FetchSessionIDNotFound.Code, 0, nil)
 	}
 	im := b.currentImage()

@@ -6,8 +6,9 @@ package appliance
 // controller (v1+, ourselves), and the requested topics: null means all
 // (v1+; in v0 an empty list means all). Unknown topics are created when
 // auto.create.topics.enable is on and the request allows it (v4+ flag;
-// always in v0-v3); creation is synchronous, so the answer already carries
-// the partitions. Invalid names get INVALID_TOPIC_EXCEPTION (17). v10+
+// always in v0-v3). Creation is synchronous, but, as in Kafka, the answer
+// that created a topic carries LEADER_NOT_AVAILABLE (5) and no partitions;
+// the client's retry finds them. Invalid names get INVALID_TOPIC_EXCEPTION (17). v10+
 // carries topic ids and v12 may ask by id (UNKNOWN_TOPIC_ID if absent).
 
 import (
@@ -46,7 +47,12 @@ func handleMetadata(b *Broker, r *request) any {
 				continue
 			}
 			_, err := b.createTopic(TopicSpec{Name: *t.Topic, Partitions: -1, ReplicationFactor: -1}, false)
-			if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			switch {
+			case err == nil:
+				// As Kafka: the request that creates a topic gets
+				// LEADER_NOT_AVAILABLE and no partitions; clients retry.
+				created[*t.Topic] = kerr.LeaderNotAvailable
+			case !errors.Is(err, kerr.TopicAlreadyExists):
 				created[*t.Topic] = err
 			}
 		}
@@ -92,7 +98,7 @@ func buildMetadata(b *Broker, r *request, req *kmsg.MetadataRequest, createErrs 
 				continue
 			}
 		}
-		if t == nil {
+		if t == nil || createErrs[name] != nil {
 			mt := kmsg.NewMetadataResponseTopic()
 			n := name
 			mt.Topic = &n

@@ -1,6 +1,7 @@
 // Command ringbroker is the broker daemon.
 //
 //	ringbroker config/server.properties [--override key=value ...]
+//	ringbroker config/server.properties --print-topology
 //
 // As Kafka's kafka-server-start.sh, it takes a server.properties file and any
 // property as --override key=value; ringbroker's own knobs (io.engine,
@@ -44,6 +45,7 @@ func run(args []string) error {
 	var ovs overrides
 	fs.Var(&ovs, "override", "set a property, key=value (repeatable)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	printTopo := fs.Bool("print-topology", false, "print the machine's topology and the shard placement, then exit")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: ringbroker <server.properties> [--override key=value ...]")
 		fs.PrintDefaults()
@@ -87,6 +89,14 @@ func run(args []string) error {
 	cfg, err := appliance.ConfigFromProperties(props)
 	if err != nil {
 		return err
+	}
+	if *printTopo {
+		out, err := appliance.DescribeTopology(cfg)
+		if err != nil {
+			return err
+		}
+		fmt.Print(out)
+		return nil
 	}
 	b, err := appliance.New(cfg, logger)
 	if err != nil {

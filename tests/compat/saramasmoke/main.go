@@ -235,7 +235,12 @@ func (h *groupHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
 func (h *groupHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	for m := range claim.Messages() {
 		sess.MarkMessage(m, "")
-		sess.Commit()
+		if len(claim.Messages()) == 0 {
+			// Commit once the buffered records are handled: a synchronous
+			// commit per record would queue behind sarama's long-poll fetch on
+			// the same connection (MaxWaitTime each).
+			sess.Commit()
+		}
 		h.got <- string(m.Value)
 	}
 	return nil

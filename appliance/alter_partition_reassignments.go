@@ -1,0 +1,53 @@
+package appliance
+
+// AlterPartitionReassignments (key 45), v0-v1 (KIP-455, KIP-860).
+//
+// Every partition lives on this node alone, so the only valid target is
+// [node.id], which is where the partition already is: it answers NONE
+// at once and nothing moves. A target naming any other broker, the same
+// broker twice or no broker answers INVALID_REPLICA_ASSIGNMENT (39), as
+// Kafka does for brokers that are not live; a null target (cancel)
+// NO_REASSIGNMENT_IN_PROGRESS (85); unknown topics or partitions
+// UNKNOWN_TOPIC_OR_PARTITION. v1's allow_replication_factor_change is
+// echoed; the replication factor cannot change here anyway.
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiDef{key: 45, min: 0, max: 1, handle: handleAlterPartitionReassignments})
+}
+
+func handleAlterPartitionReassignments(b *Broker, r *request) any {
+	req := r.req.(*kmsg.AlterPartitionAssignmentsRequest)
+	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+	resp.AllowReplicationFactorChange = req.AllowReplicationFactorChange
+	im := b.currentImage()
+	for _, t := range req.Topics {
+		rt := kmsg.NewAlterPartitionAssignmentsResponseTopic()
+		rt.Topic = t.Topic
+		ti := im.Topics[t.Topic]
+		for _, p := range t.Partitions {
+			rp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
+			rp.Partition = p.Partition
+			var err error
+			switch {
+			case ti == nil || p.Partition < 0 || int(p.Partition) >= len(ti.Partitions):
+				err = fmt.Errorf("%w: %s-%d", kerr.UnknownTopicOrPartition, t.Topic, p.Partition)
+			case p.Replicas == nil:
+				err = fmt.Errorf("%w: %s-%d", kerr.NoReassignmentInProgress, t.Topic, p.Partition)
+			case len(p.Replicas) != 1 || p.Replicas[0] != b.cfg.NodeID:
+				err = fmt.Errorf("%w: replicas %v for %s-%d: the only live broker is node %d", kerr.InvalidReplicaAssignment, p.Replicas, t.Topic, p.Partition, b.cfg.NodeID)
+			}
+			rp.ErrorCode = errCode(err)
+			rp.ErrorMessage = adminErrMsg(err)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}

@@ -1,0 +1,54 @@
+package appliance
+
+// ElectLeaders (key 43), v0-v2 (KIP-460).
+//
+// This node leads every partition and is every partition's only (and so
+// preferred) replica, so no election is ever needed. Each named partition
+// answers ELECTION_NOT_NEEDED (84), as Kafka does for a partition whose
+// preferred replica already leads, and unknown topics or partitions
+// UNKNOWN_TOPIC_OR_PARTITION; the top-level error (v1+) is NONE. A null
+// topic list (every partition) answers no partitions: Kafka lists only the
+// partitions it elected. v0 is preferred election; v1+ election type 0
+// (preferred) or 1 (unclean) both find the leader alive; other types
+// answer INVALID_REQUEST at the top level.
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiDef{key: 43, min: 0, max: 2, handle: handleElectLeaders})
+}
+
+func handleElectLeaders(b *Broker, r *request) any {
+	req := r.req.(*kmsg.ElectLeadersRequest)
+	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
+	if r.version >= 1 && req.ElectionType != 0 && req.ElectionType != 1 {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp
+	}
+	im := b.currentImage()
+	for _, t := range req.Topics {
+		rt := kmsg.NewElectLeadersResponseTopic()
+		rt.Topic = t.Topic
+		ti := im.Topics[t.Topic]
+		for _, p := range t.Partitions {
+			rp := kmsg.NewElectLeadersResponseTopicPartition()
+			rp.Partition = p
+			var err error
+			if ti == nil || p < 0 || int(p) >= len(ti.Partitions) {
+				err = fmt.Errorf("%w: %s-%d", kerr.UnknownTopicOrPartition, t.Topic, p)
+			} else {
+				err = fmt.Errorf("%w: leader %d is the preferred replica of %s-%d", kerr.ElectionNotNeeded, b.cfg.NodeID, t.Topic, p)
+			}
+			rp.ErrorCode = errCode(err)
+			rp.ErrorMessage = adminErrMsg(err)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}

@@ -1,0 +1,19 @@
+package appliance
+
+// ListPartitionReassignments (key 46), v0 (KIP-455).
+//
+// A single node never moves replicas (alter_partition_reassignments.go
+// answers every reassignment at once, as a no-op), so no reassignment is
+// ever in progress: the answer lists no topics, for named topics and for
+// a null list (all) alike, as Kafka's does when none is ongoing.
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+func init() {
+	register(apiDef{key: 46, min: 0, max: 0, handle: handleListPartitionReassignments})
+}
+
+func handleListPartitionReassignments(b *Broker, r *request) any {
+	req := r.req.(*kmsg.ListPartitionReassignmentsRequest)
+	return req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+}

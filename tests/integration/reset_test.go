@@ -1,0 +1,134 @@
+package integration
+
+import (
+	"context"
+	"encoding/binary"
+	"hash/crc32"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestConnResetMidRequest: raw peers reset their connections (SO_LINGER 0)
+// in the middle of requests, half a Produce frame sent or whole Produce
+// frames whose answers are never read, while a franz-go producer keeps
+// producing on its own connection. Every reset must close only its own
+// connection: the producer loses nothing and the broker keeps serving.
+func TestConnResetMidRequest(t *testing.T) {
+	b := startBroker(t, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const topic = "resets"
+	createTopic(t, ctx, b, topic, 4)
+	produce := rawProduceFrame(t, topic, 64<<10)
+
+	stop := make(chan struct{})
+	var resets atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < 2; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				c, err := net.DialTimeout("tcp", b.Addr, 5*time.Second)
+				if err != nil {
+					t.Errorf("dial: %v", err)
+					return
+				}
+				tc := c.(*net.TCPConn)
+				tc.SetLinger(0)
+				switch (i + w) % 3 {
+				case 0: // half a frame
+					tc.Write(produce[:len(produce)/2])
+				case 1: // whole frames, answers never read
+					tc.Write(append(append([]byte(nil), produce...), produce...))
+				case 2: // a frame and a half, after waiting for the broker to start on it
+					tc.Write(append(append([]byte(nil), produce...), produce[:len(produce)/3]...))
+					time.Sleep(time.Millisecond)
+				}
+				tc.Close() // RST
+				resets.Add(1)
+			}
+		}(w)
+	}
+
+	cl := newClient(t, b, kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(time.Millisecond))
+	const n = 3000
+	for i := 0; i < n; i += 100 {
+		recs := make([]*kgo.Record, 0, 100)
+		for j := i; j < i+100; j++ {
+			r := genRecord(7, topic, int32(j%4), j)
+			recs = append(recs, r)
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatalf("produce at %d while peers reset: %v", i, err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if resets.Load() < 20 {
+		t.Logf("only %d resets happened during the produce", resets.Load())
+	}
+	// Everything the producer wrote is there, after the raw peers' records.
+	cons := newClient(t, b, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	got := 0
+	deadline := time.Now().Add(30 * time.Second)
+	for got < n && time.Now().Before(deadline) {
+		fs := cons.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("consume: %v", err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if string(r.Key) != "raw" {
+				got++
+			}
+		})
+	}
+	if got != n {
+		t.Fatalf("consumed %d producer records, want %d", got, n)
+	}
+	if !b.Running() {
+		t.Fatal("broker exited")
+	}
+	t.Logf("%d connections reset mid-request; %d records produced and consumed", resets.Load(), n)
+}
+
+// rawProduceFrame builds a Produce v9 (acks=1) request frame carrying one
+// uncompressed batch with a single record of about valueSize bytes.
+func rawProduceFrame(t *testing.T, topic string, valueSize int) []byte {
+	t.Helper()
+	rec := kmsg.Record{Key: []byte("raw"), Value: make([]byte, valueSize)}
+	recBytes := rec.AppendTo(nil)
+	// AppendTo writes the length-prefixed record as the batch wants it.
+	batch := kmsg.RecordBatch{
+		Magic: 2, FirstTimestamp: time.Now().UnixMilli(), MaxTimestamp: time.Now().UnixMilli(),
+		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: 1, Records: recBytes,
+	}
+	raw := batch.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12)) // batch length
+	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
+	req := kmsg.NewPtrProduceRequest()
+	req.Version = 9
+	req.Acks = 1
+	req.TimeoutMillis = 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition = 0
+	rp.Records = raw
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	payload := reqHeader(nil, apiKeyProduce, 9, 1, true)
+	payload = req.AppendTo(payload)
+	return frame(payload)
+}
