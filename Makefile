@@ -10,7 +10,7 @@ UNIT_TIMEOUT        ?= 8m
 INTEGRATION_TIMEOUT ?= 15m
 FUZZTIME  ?= 30s
 
-.PHONY: all build run test deps vet unit integration bench microbench fuzz lint clean unit-direct integration-direct crashloop
+.PHONY: all build run test deps vet unit integration bench microbench fuzz lint clean unit-direct integration-direct crashloop compat
 
 all: build
 
@@ -21,7 +21,7 @@ build:
 run: build
 	./$(BIN)/ringbroker $(CONFIG) --override log.dirs=./data
 
-test: deps vet unit unit-direct integration integration-direct
+test: deps vet unit unit-direct integration integration-direct compat
 
 deps:
 	./.ci/deps.sh
@@ -45,6 +45,13 @@ else
 	RB_ENGINE=netpoll $(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) ./tests/integration/...
 	RB_ENGINE=uring RB_SHARDS=4 $(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) -run '$(INTEGRATION_URING_RUN)' ./tests/integration/...
 endif
+
+# Real clients' own suites (franz-go pkg/kgo, kafka-go) and smoke checks
+# (kcat, confluent-kafka, kafka-python, sarama) against the broker; writes
+# tests/compat/results/<date>.json and the README matrix. COMPAT_SUITES
+# narrows it ("kgo kafkago smoke"); see tests/compat/run.sh.
+compat:
+	./tests/compat/run.sh
 
 # log.io.mode=direct: the nvme package's tests again in direct mode, and the
 # integration tests that write, crash, recover and fetch a lot.

@@ -32,6 +32,8 @@ type Broker struct {
 
 	lsoMu sync.Mutex // guards the log-start-offset checkpoint file
 
+	lockFile *os.File // holds the flock on <log.dirs>/.lock
+
 	pids producerIDs
 	// txnInit answers InitProducerId for transactional ids; nil until the
 	// transaction coordinator is started.
@@ -39,6 +41,8 @@ type Broker struct {
 
 	groups *groupCoordinator // set in Start, before serving
 	txn    *txnCoordinator   // set in Start, before serving
+	// cleaner is the log cleaner (cleaner.go); set in Start.
+	cleaner *logCleaner
 
 	metrics *brokerMetrics // never nil after New
 
@@ -96,6 +100,13 @@ func (b *Broker) Start() error {
 	if err := os.MkdirAll(b.cfg.LogDir, 0o755); err != nil {
 		return fmt.Errorf("cannot create log.dirs %q: %w", b.cfg.LogDir, err)
 	}
+	if err := b.lockLogDir(); err != nil {
+		return err
+	}
+	if err := probeListenAddr(b.cfg.ListenAddr); err != nil {
+		b.unlockLogDir()
+		return err
+	}
 	if err := b.loadOrWriteMetaProperties(); err != nil {
 		return err
 	}
@@ -122,7 +133,8 @@ func (b *Broker) Start() error {
 	}
 
 	lso := b.readLogStartOffsets()
-	var openErr error
+	var openErrs []error // the first few, with a count: a join of thousands is slow to print
+	openFailed := 0
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, name := range im.SortedTopicNames() {
@@ -134,16 +146,19 @@ func (b *Broker) Start() error {
 				defer wg.Done()
 				if err := b.openPartition(st, t, p.Partition, lso[tpName{t.Name, p.Partition}]); err != nil {
 					mu.Lock()
-					openErr = errors.Join(openErr, err)
+					openFailed++
+					if len(openErrs) < 5 {
+						openErrs = append(openErrs, err)
+					}
 					mu.Unlock()
 				}
 			})
 		}
 	}
 	wg.Wait()
-	if openErr != nil {
+	if openFailed > 0 {
 		b.stopShards()
-		return openErr
+		return fmt.Errorf("cannot open %d partitions, first ones: %w", openFailed, errors.Join(openErrs...))
 	}
 	b.removeOrphanPartitionDirs(im)
 	if err := b.startGroupCoordinator(); err != nil {
@@ -168,6 +183,11 @@ func (b *Broker) Start() error {
 	}
 	for _, st := range b.shards {
 		b.startHousekeeping(st)
+	}
+	if err := b.startCleaner(); err != nil { // cleaner.go
+		eng.Close()
+		b.stopShards()
+		return err
 	}
 	go func() { b.serveErr <- eng.Serve(b) }()
 	b.log.Info("ringbroker listening", "addr", eng.Addr().String(), "advertised", fmt.Sprintf("%s:%d", b.cfg.AdvertisedHost, b.cfg.AdvertisedPort),
@@ -205,6 +225,7 @@ func (b *Broker) Close() error {
 		case <-time.After(10 * time.Second):
 			b.log.Warn("connections still open after 10s, closing partitions anyway")
 		}
+		b.stopCleaner() // before partitions close: a pass in flight is abandoned
 		b.writeLogStartOffsets()
 		var mu sync.Mutex
 		for _, st := range b.shards {
@@ -226,6 +247,7 @@ func (b *Broker) Close() error {
 		if b.meta != nil {
 			err = errors.Join(err, b.meta.close())
 		}
+		b.unlockLogDir()
 		b.log.Info("ringbroker stopped", "uptime", time.Since(b.startedAt).Round(time.Millisecond).String())
 	})
 	return err

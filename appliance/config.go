@@ -208,6 +208,15 @@ var brokerDefaults = map[string]string{
 	"log.io.cache.bytes":               "67108864",
 	"offsets.topic.num.partitions":     "50",
 	"offsets.topic.replication.factor": "1",
+
+	// The log cleaner (cleaner.go) and the internal topics' segment sizes.
+	"offsets.topic.segment.bytes":         "104857600",
+	"transaction.state.log.segment.bytes": "104857600",
+	"log.cleaner.enable":                  "true",
+	"log.cleaner.threads":                 "1",
+	"log.cleaner.io.max.bytes.per.second": "1.7976931348623157E308",
+	"log.cleaner.backoff.ms":              "15000",
+	"log.cleaner.dedupe.buffer.size":      "134217728",
 }
 
 // ConfigFromProperties builds a Config from properties, applying Kafka's

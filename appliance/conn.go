@@ -250,6 +250,9 @@ func parseFrame(frame []byte) (pr parsedFrame, err error) {
 		return pr, fmt.Errorf("no codec for API key %d", pr.key)
 	}
 	pr.req = req
+	if pr.version < 0 {
+		return pr, fmt.Errorf("negative API version %d", pr.version)
+	}
 	if pr.version < api.min || pr.version > api.max {
 		if api.unsupported == nil {
 			return pr, fmt.Errorf("unsupported version %d (supported %d-%d)", pr.version, api.min, api.max)

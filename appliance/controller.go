@@ -8,6 +8,7 @@ import (
 
 	"github.com/ringbroker/ringbroker/numa"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"golang.org/x/sys/unix"
 )
 
 // This file is the controller: the one place that changes metadata. Each
@@ -77,6 +78,9 @@ func (b *Broker) createTopic(spec TopicSpec, validateOnly bool) (*TopicImage, er
 	if _, ok := im.Topics[spec.Name]; ok {
 		return nil, fmt.Errorf("%w: topic %q already exists", kerr.TopicAlreadyExists, spec.Name)
 	}
+	if err := b.checkPartitionBudget(im, int(spec.Partitions)); err != nil {
+		return nil, err
+	}
 	if colliding := collidingTopic(im, spec.Name); colliding != "" {
 		return nil, fmt.Errorf("%w: topic %q collides with existing topic %q ('.' and '_' collide in metric names)", kerr.InvalidTopicException, spec.Name, colliding)
 	}
@@ -107,7 +111,15 @@ func (b *Broker) createTopic(spec TopicSpec, validateOnly bool) (*TopicImage, er
 	b.image.Store(next)
 	t := next.Topics[spec.Name]
 	if err := b.openTopicPartitions(t, 0); err != nil {
-		b.log.Error("cannot open partitions of new topic", "topic", spec.Name, "err", err)
+		// Roll the topic back so the metadata never names partitions that
+		// are not served.
+		b.log.Error("cannot open partitions of new topic, removing it", "topic", spec.Name, "err", err)
+		if back, cerr := b.meta.commit(next, []MetadataRecord{{RemoveTopic: &RemoveTopicRecord{ID: t.ID}}}); cerr == nil {
+			b.image.Store(back)
+			b.dropPartitions(t)
+		} else {
+			b.log.Error("cannot remove the half-created topic", "topic", spec.Name, "err", cerr)
+		}
 		return nil, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
 	}
 	b.log.Info("created topic", "topic", spec.Name, "id", id.String(), "partitions", spec.Partitions)
@@ -202,32 +214,7 @@ func (b *Broker) deleteTopic(name string, id TopicID) (*TopicImage, error) {
 		return nil, fmt.Errorf("%w: %v", kerr.UnknownServerError, err)
 	}
 	b.image.Store(next)
-	var wg sync.WaitGroup
-	for _, p := range t.Partitions {
-		st := b.shardFor(p)
-		wg.Add(1)
-		st.loop.Post(func() {
-			defer wg.Done()
-			key := tpKey{t.ID, p.Partition}
-			part := st.parts[key]
-			delete(st.parts, key)
-			if part != nil {
-				_ = part.close()
-			}
-			dir := b.partitionDir(t.Name, p.Partition)
-			gone := filepath.Join(b.cfg.LogDir, fmt.Sprintf("%s-%d.%s-delete", t.Name, p.Partition, t.ID.String()))
-			if err := os.Rename(dir, gone); err == nil {
-				go func() {
-					if err := os.RemoveAll(gone); err != nil {
-						b.log.Warn("cannot remove deleted partition", "dir", gone, "err", err)
-					}
-				}()
-			} else if !os.IsNotExist(err) {
-				b.log.Warn("cannot rename deleted partition", "dir", dir, "err", err)
-			}
-		})
-	}
-	wg.Wait()
+	b.dropPartitions(t)
 	b.log.Info("deleted topic", "topic", t.Name, "id", t.ID.String())
 	return t, nil
 }
@@ -250,6 +237,9 @@ func (b *Broker) createPartitions(name string, count int32, validateOnly bool) e
 	}
 	if count > 100000 {
 		return fmt.Errorf("%w: %d partitions is more than this broker allows (100000)", kerr.InvalidPartitions, count)
+	}
+	if err := b.checkPartitionBudget(im, int(count-have)); err != nil {
+		return err
 	}
 	if validateOnly {
 		return nil
@@ -325,6 +315,63 @@ func (b *Broker) alterTopicConfigs(name string, changes []ConfigChange, replace,
 				part.log.SetOptions(cfg.logOptions(b.log, part.log.LogStartOffset()))
 			}
 		})
+	}
+	return nil
+}
+
+// dropPartitions closes a removed topic's partitions on their shards and
+// deletes their directories (renamed "<topic>-<p>.<id>-delete" first, as
+// Kafka does, so a crash mid-way leaves nothing that looks live).
+func (b *Broker) dropPartitions(t *TopicImage) {
+	var wg sync.WaitGroup
+	for _, p := range t.Partitions {
+		st := b.shardFor(p)
+		wg.Add(1)
+		st.loop.Post(func() {
+			defer wg.Done()
+			key := tpKey{t.ID, p.Partition}
+			part := st.parts[key]
+			delete(st.parts, key)
+			if part != nil {
+				_ = part.close()
+			}
+			dir := b.partitionDir(t.Name, p.Partition)
+			gone := filepath.Join(b.cfg.LogDir, fmt.Sprintf("%s-%d.%s-delete", t.Name, p.Partition, t.ID.String()))
+			if err := os.Rename(dir, gone); err == nil {
+				go func() {
+					if err := os.RemoveAll(gone); err != nil {
+						b.log.Warn("cannot remove deleted partition", "dir", gone, "err", err)
+					}
+				}()
+			} else if !os.IsNotExist(err) {
+				b.log.Warn("cannot rename deleted partition", "dir", dir, "err", err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// fdsPerPartition is what one open partition holds: the active segment's
+// .log, .index and .timeindex (closed segments keep their .log open too).
+const fdsPerPartition = 3
+
+// checkPartitionBudget refuses a change that would leave the broker with
+// more open partitions than its file descriptor limit allows, instead of
+// committing a topic whose partitions then cannot be opened.
+func (b *Broker) checkPartitionBudget(im *Image, add int) error {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil || lim.Cur == unix.RLIM_INFINITY {
+		return nil
+	}
+	total := add
+	for _, t := range im.Topics {
+		total += len(t.Partitions)
+	}
+	const reserve = 1024 // connections, metadata log, checkpoints
+	need := uint64(total)*fdsPerPartition + reserve
+	if need > lim.Cur {
+		return fmt.Errorf("%w: %d partitions in total would need about %d open files, but the limit (RLIMIT_NOFILE) is %d; raise LimitNOFILE / ulimit -n or create fewer partitions",
+			kerr.PolicyViolation, total, need, lim.Cur)
 	}
 	return nil
 }

@@ -17,7 +17,7 @@ type fetchPartOut struct {
 	aborted        []nvme.AbortedTxn
 	chunks         []nvme.Chunk
 	bytes          int32
-	hasRecords     bool // false: null records
+	hasRecords     bool // false: no records (sent as empty, never null)
 	diverging      bool // DivergingEpoch tag with divergingEpoch and hw as its end offset
 	divergingEpoch int32
 }
@@ -75,13 +75,15 @@ func encodeFetchResponse(version int16, errCode int16, sessionID int32, topics [
 			if version >= 11 {
 				buf = binary.BigEndian.AppendUint32(buf, 0xffffffff) // preferred_read_replica -1
 			}
-			// records: nullable bytes.
+			// records: nullable bytes, but never null: an errored partition
+			// carries empty records as Kafka sends them (librdkafka treats a
+			// null MessageSet as a parse failure and refetches in a loop).
 			switch {
 			case !p.hasRecords:
 				if flex {
-					buf = binary.AppendUvarint(buf, 0)
+					buf = binary.AppendUvarint(buf, 1)
 				} else {
-					buf = binary.BigEndian.AppendUint32(buf, 0xffffffff)
+					buf = binary.BigEndian.AppendUint32(buf, 0)
 				}
 			case flex:
 				buf = binary.AppendUvarint(buf, uint64(p.bytes)+1)

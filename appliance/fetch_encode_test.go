@@ -68,7 +68,7 @@ func TestEncodeFetchResponseDecodesWithKmsg(t *testing.T) {
 		if !bytes.Equal(p0.RecordBatches, recs) || p0.HighWatermark != 2 || p0.LastStableOffset != 2 {
 			t.Fatalf("v%d: partition 0 = %+v", v, p0)
 		}
-		if p1.ErrorCode != 1 || p1.HighWatermark != 5 || p1.RecordBatches != nil {
+		if p1.ErrorCode != 1 || p1.HighWatermark != 5 || p1.RecordBatches == nil || len(p1.RecordBatches) != 0 {
 			t.Fatalf("v%d: partition 1 = %+v", v, p1)
 		}
 		if v >= 5 && p1.LogStartOffset != 3 {

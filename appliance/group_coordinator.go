@@ -23,7 +23,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"golang.org/x/sys/unix"
 )
 
 // offsetsTopic is Kafka's internal topic for committed offsets and groups.
@@ -117,7 +116,7 @@ func (b *Broker) startGroupCoordinator() error {
 	t := b.currentImage().Topics[offsetsTopic]
 	if t == nil {
 		t, err = b.createTopic(TopicSpec{Name: offsetsTopic, Partitions: cfg.numPartitions, ReplicationFactor: 1,
-			Configs: map[string]string{"cleanup.policy": "compact", "segment.bytes": "104857600", "compression.type": "producer"}}, false)
+			Configs: map[string]string{"cleanup.policy": "compact", "segment.bytes": b.propOr("offsets.topic.segment.bytes", "104857600"), "compression.type": "producer"}}, false)
 		if err != nil {
 			return fmt.Errorf("cannot create %s: %w", offsetsTopic, err)
 		}
@@ -171,10 +170,11 @@ func (op *offsetsPartition) load() error {
 		}
 		next := off
 		for _, c := range res.Chunks {
-			buf := make([]byte, c.Len)
-			if _, err := unix.Pread(int(c.File.Fd()), buf, c.Pos); err != nil {
-				return fmt.Errorf("cannot read %s-%d: %w", offsetsTopic, op.index, err)
+			buf, rerr := chunkBytes(c) // cleaner.go: direct mode's chunks are memory
+			if rerr != nil {
+				return fmt.Errorf("cannot read %s-%d: %w", offsetsTopic, op.index, rerr)
 			}
+			next = max(next, batchesEnd(buf)) // a cleaned batch may hold no record (cleaner.go)
 			err := readBatches(buf, func(b *kmsg.RecordBatch, offset int64, r *kmsg.Record) error {
 				var err error
 				switch {

@@ -28,6 +28,9 @@ type topicConfig struct {
 	fileDeleteDelay int64
 	flushMessages   int64
 	flushMs         int64
+
+	deletePolicy       bool  // cleanup.policy holds "delete": retention applies (cleaner.go)
+	maxCompactionLagMs int64 // max.compaction.lag.ms: a compacted log rolls at least this often
 }
 
 // effectiveTopicConfigs merges the broker defaults with t's overrides.
@@ -66,11 +69,14 @@ func (b *Broker) topicConfig(t *TopicImage) topicConfig {
 		fileDeleteDelay: i64("file.delete.delay.ms"),
 		flushMessages:   i64("flush.messages"),
 		flushMs:         i64("flush.ms"),
+
+		deletePolicy:       strings.Contains(m["cleanup.policy"], "delete"),
+		maxCompactionLagMs: i64("max.compaction.lag.ms"),
 	}
 }
 
 func (c topicConfig) logOptions(logger *slog.Logger, logStart int64) nvme.Options {
-	return nvme.Options{
+	return c.cleanupOptions(nvme.Options{
 		SegmentBytes:       c.segmentBytes,
 		SegmentMs:          c.segmentMs,
 		IndexIntervalBytes: c.indexInterval,
@@ -80,7 +86,7 @@ func (c topicConfig) logOptions(logger *slog.Logger, logStart int64) nvme.Option
 		FileDeleteDelay:    time.Duration(c.fileDeleteDelay) * time.Millisecond,
 		LogStartOffset:     logStart,
 		Logger:             logger,
-	}
+	})
 }
 
 // partition is one partition led by this broker. It is owned by its shard:

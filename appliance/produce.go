@@ -17,6 +17,7 @@ package appliance
 // producer (txn_produce.go).
 
 import (
+	"encoding/binary"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -83,6 +84,12 @@ func handleProduce(b *Broker, r *request) any {
 				rp.ErrorCode = kerr.InvalidTopicException.Code
 			case p.Records == nil:
 				rp.ErrorCode = kerr.CorruptMessage.Code
+			case clientBatchViolation(p.Records, txn) != "":
+				rp.ErrorCode = kerr.InvalidRecord.Code
+				if r.version >= 8 {
+					msg := clientBatchViolation(p.Records, txn)
+					rp.ErrorMessage = &msg
+				}
 			default:
 				ch := make(chan produceResult, 1)
 				records, acks := p.Records, req.Acks
@@ -151,4 +158,26 @@ func handleProduce(b *Broker, r *request) any {
 // isInternalTopic reports the topics clients may not produce to directly.
 func isInternalTopic(name string) bool {
 	return name == metadataTopic || name == offsetsTopic || name == txnTopic
+}
+
+// clientBatchViolation reports why a client's records may not be appended,
+// or "": clients may not write control batches (transaction markers are the
+// coordinator's), and transactional batches need a transactional id in the
+// request. Malformed framing is left to the log's validation.
+func clientBatchViolation(records []byte, txn bool) string {
+	for len(records) >= 23 {
+		attrs := binary.BigEndian.Uint16(records[21:])
+		if attrs&0x20 != 0 {
+			return "clients may not write control batches"
+		}
+		if attrs&0x10 != 0 && !txn {
+			return "transactional batches need a transactional id in the produce request"
+		}
+		n := int64(int32(binary.BigEndian.Uint32(records[8:]))) + 12
+		if n < 23 || n > int64(len(records)) {
+			return ""
+		}
+		records = records[n:]
+	}
+	return ""
 }

@@ -27,7 +27,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"golang.org/x/sys/unix"
 )
 
 // txnTopic is Kafka's internal topic for transaction state.
@@ -97,7 +96,7 @@ func (b *Broker) startTxnCoordinator() error {
 	t := b.currentImage().Topics[txnTopic]
 	if t == nil {
 		t, err = b.createTopic(TopicSpec{Name: txnTopic, Partitions: cfg.numPartitions, ReplicationFactor: 1,
-			Configs: map[string]string{"cleanup.policy": "compact", "segment.bytes": "104857600", "compression.type": "uncompressed"}}, false)
+			Configs: map[string]string{"cleanup.policy": "compact", "segment.bytes": b.propOr("transaction.state.log.segment.bytes", "104857600"), "compression.type": "uncompressed"}}, false)
 		if err != nil {
 			return fmt.Errorf("cannot create %s: %w", txnTopic, err)
 		}
@@ -155,10 +154,11 @@ func (tp *txnPartition) load() error {
 		}
 		next := off
 		for _, c := range res.Chunks {
-			buf := make([]byte, c.Len)
-			if _, err := unix.Pread(int(c.File.Fd()), buf, c.Pos); err != nil {
-				return fmt.Errorf("cannot read %s-%d: %w", txnTopic, tp.index, err)
+			buf, rerr := chunkBytes(c) // cleaner.go: direct mode's chunks are memory
+			if rerr != nil {
+				return fmt.Errorf("cannot read %s-%d: %w", txnTopic, tp.index, rerr)
 			}
+			next = max(next, batchesEnd(buf)) // a cleaned batch may hold no record (cleaner.go)
 			err := readBatches(buf, func(b *kmsg.RecordBatch, offset int64, r *kmsg.Record) error {
 				if b.Attributes&0x20 == 0 && offset >= off {
 					if err := tp.mgr.loadRecord(r.Key, r.Value); err != nil {

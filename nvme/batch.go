@@ -146,8 +146,8 @@ func batchCRC(batch []byte) uint32 { return crc32.Checksum(batch[offAttributes:]
 // record count or lastOffsetDelta inconsistent, unparsable records, unknown
 // codec), ErrMessageTooLarge (a batch larger than o.MaxMessageBytes, default
 // DefaultMaxMessageBytes), ErrInvalidRecord (a keyless record when
-// o.RequireKeys). Compressed batches are decompressed only when o.RequireKeys
-// is set. It never modifies records.
+// o.RequireKeys). Compressed batches are decompressed to check their records
+// (they are stored compressed, as sent). It never modifies records.
 func ValidateBatches(records []byte, o AppendOptions) (batches, numRecords int, err error) {
 	var d decompressor
 	defer d.close()
@@ -201,9 +201,9 @@ func validateBatch(batch []byte, h BatchHeader, requireKeys bool, d *decompresso
 	case CompressionNone:
 		return checkRecords(body, h.RecordCount, requireKeys)
 	case CompressionGzip, CompressionSnappy, CompressionLZ4, CompressionZstd:
-		if !requireKeys {
-			return nil // stored untouched; the consumer decompresses
-		}
+		// Decompressed to check the records, as Kafka's validator does: a
+		// batch that cannot be decompressed would stop every consumer at its
+		// offset. It is still stored as it came.
 		raw, err := d.decompress(c, body)
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrCorruptMessage, err)

@@ -70,7 +70,7 @@ func TestValidateBatches(t *testing.T) {
 				tc{name: name + " keyed", records: buildBatch(t, spec, keyed), opts: AppendOptions{RequireKeys: true}, batches: 1, recs: 2},
 				tc{name: name + " keyless unchecked", records: buildBatch(t, spec, keyless), batches: 1, recs: 2},
 				tc{name: name + " keyless", records: buildBatch(t, spec, keyless), opts: AppendOptions{RequireKeys: true}, want: ErrInvalidRecord},
-				tc{name: name + " garbage unchecked", records: garbage, batches: 1, recs: 2},
+				tc{name: name + " garbage without key checks", records: garbage, want: ErrCorruptMessage},
 				tc{name: name + " garbage", records: garbage, opts: AppendOptions{RequireKeys: true}, want: ErrCorruptMessage},
 			)
 		}

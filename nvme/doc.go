@@ -19,7 +19,11 @@
 // per-shard BlockCache of aligned buffers that direct-mode fetches send
 // from), prealloc.go (fallocate to segment.bytes, trim at roll and close,
 // zeros after the data end recovery's scan), device.go (sysfs and statx
-// facts of the data directory's device, O_DIRECT probe), faultinject.go.
+// facts of the data directory's device, O_DIRECT probe), faultinject.go,
+// cleaner.go (log compaction: PrepareClean and CommitClean on the owner
+// shard, the swap protocol), cleaner_run.go (the pass that runs off the
+// shard), cleaner_codec.go (recompression), cleaner_throttle.go (the I/O
+// token bucket), cleaner_recover.go (finishing a swap at Open).
 //
 // Preallocated segments: the active .log is segment.bytes long on disk with
 // zeros after the data; a recovery scan that meets an all-zero batch header

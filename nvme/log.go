@@ -38,7 +38,9 @@ type Log struct {
 }
 
 // Open opens or creates the partition log in dir (created if missing) and
-// recovers it: leftover .deleted/.cleaned/.swap files are removed, closed
+// recovers it: a cleaner swap interrupted after its commit point is
+// completed (cleaner_recover.go), leftover .deleted/.cleaned and other
+// .swap files are removed, closed
 // segments' indexes are loaded (rebuilt when missing or inconsistent), and
 // the last segment is scanned from the start, checking every batch's framing
 // and CRC32C; it is truncated at the first bad batch and its indexes are

@@ -247,9 +247,13 @@ func (l *Log) recoverActiveSegment(base int64, create bool) (*segment, error) {
 	return s, nil
 }
 
-// listDir removes leftovers of interrupted deletes, cleanings and swaps
-// (and stray temporary files) and returns the segment base offsets, sorted.
+// listDir completes interrupted cleaner swaps, removes leftovers of
+// interrupted deletes and cleanings (and orphan swap and stray temporary
+// files) and returns the segment base offsets, sorted.
 func (l *Log) listDir() ([]int64, error) {
+	if err := l.completeSwaps(); err != nil { // cleaner_recover.go
+		return nil, err
+	}
 	entries, err := os.ReadDir(l.dir)
 	if err != nil {
 		return nil, fmt.Errorf("cannot list partition directory %q: %w", l.dir, err)

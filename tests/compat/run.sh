@@ -121,11 +121,11 @@ if want smoke; then
 	RUN_ID=$START $PY "$ROOT/tests/compat/smoke/kafkapython_smoke.py" "127.0.0.1:$PORT" >"$OUT/kafkapython.smoke" 2>&1 || true
 	log "smoke: sarama"
 	RUN_ID=$START "$WORK/saramasmoke" "127.0.0.1:$PORT" >"$OUT/sarama.smoke" 2>&1 || true
-	kcat_v=$(kcat -V 2>/dev/null | sed -n 's/.*librdkafka version \([^ ]*\).*/\1/p' | head -1)
-	cf_v=$($PY -c 'import confluent_kafka as c; print(c.version()[0])' 2>/dev/null || echo '?')
+	kcat_v=$(kcat -V 2>/dev/null | sed -n 's/^Version \([^ ]*\) .*librdkafka \([^ ]*\) .*/\1, librdkafka \2/p' | head -1)
+	cf_v=$($PY -c 'import confluent_kafka as c; print(c.version()[0] + ", librdkafka " + c.libversion()[0])' 2>/dev/null || echo '?')
 	kp_v=$($PY -c 'import kafka; print(kafka.__version__)' 2>/dev/null || echo '?')
 	sa_v=$($GO list -m -f '{{.Version}}' github.com/IBM/sarama)
-	SPECS+=("kcat|librdkafka ${kcat_v:-?}|smoke|smoke|$OUT/kcat.smoke"
+	SPECS+=("kcat|${kcat_v:-?}|smoke|smoke|$OUT/kcat.smoke"
 		"confluent-kafka|$cf_v|smoke|smoke|$OUT/confluent.smoke"
 		"kafka-python|$kp_v|smoke|smoke|$OUT/kafkapython.smoke"
 		"sarama|$sa_v|smoke|smoke|$OUT/sarama.smoke")

@@ -64,6 +64,12 @@ func run(args []string) error {
 	if file == "" && fs.NArg() > 0 {
 		file = fs.Arg(0)
 	}
+	if file == "" {
+		// As kafka-server-start.sh: the properties file is required, so a
+		// stray invocation never starts a broker on ./data by accident.
+		fs.Usage()
+		return errors.New("missing the server.properties argument")
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("cannot parse -log-level: %w", err)

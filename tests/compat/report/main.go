@@ -13,7 +13,8 @@
 // never shown as clean.
 //
 // known_failures.txt has one line per explained failure or skip:
-// "suite-regexp<TAB>test-regexp<TAB>one-line reason". The README block
+// "suite-regexp<TAB>test-regexp<TAB>one-line reason", the first matched
+// against "client suite" (e.g. "kafka-go root package tests"), both whole. The README block
 // between the compat:begin and compat:end markers is replaced with the
 // matrix and one line per failure with its reason ("unexplained" when none
 // matches).
@@ -126,13 +127,13 @@ func main() {
 			case "skip":
 				if top {
 					s.Skipped++
-					s.Skips = append(s.Skips, Outcome{Test: t, Reason: reason(ks, s.Suite, t)})
+					s.Skips = append(s.Skips, Outcome{Test: t, Reason: reason(ks, s.Client+" "+s.Suite, t)})
 				}
 			case "fail":
 				if top {
 					s.Failed++
 				}
-				s.Failures = append(s.Failures, Outcome{Test: t, Reason: reason(ks, s.Suite, t)})
+				s.Failures = append(s.Failures, Outcome{Test: t, Reason: reason(ks, s.Client+" "+s.Suite, t)})
 			}
 		}
 		r.TotalFail += s.Failed

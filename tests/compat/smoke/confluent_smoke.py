@@ -157,6 +157,10 @@ def txn_check():
     p.begin_transaction()
     for i in range(100, 150):
         p.produce(t, value=b"aborted%06d" % i)
+    # Deliver them first (abort would purge unsent ones): the aborted
+    # records must be in the log for read_committed to filter out.
+    if p.flush(15):
+        return "aborted records not delivered before abort"
     p.abort_transaction(15)
     committed = consume_all(t, 100, isolation="read_committed")
     err = want_values(committed, 100)

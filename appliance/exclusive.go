@@ -1,0 +1,61 @@
+package appliance
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// lockLogDir takes an exclusive flock on <log.dirs>/.lock, as Kafka does,
+// so a second broker on the same directory refuses to start instead of
+// interleaving writes into the same segments. The lock lives as long as the
+// process holds the file open (released by Close, or by the kernel on exit).
+func (b *Broker) lockLogDir() error {
+	path := filepath.Join(b.cfg.LogDir, ".lock")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return fmt.Errorf("cannot open %q: %w", path, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return fmt.Errorf("cannot lock %q: log.dirs %q is in use by another broker process", path, b.cfg.LogDir)
+		}
+		return fmt.Errorf("cannot lock %q: %w", path, err)
+	}
+	b.lockFile = f
+	return nil
+}
+
+func (b *Broker) unlockLogDir() {
+	if b.lockFile != nil {
+		_ = unix.Flock(int(b.lockFile.Fd()), unix.LOCK_UN)
+		b.lockFile.Close()
+		b.lockFile = nil
+	}
+}
+
+// probeListenAddr fails when another process already listens on addr.
+// The shards' listeners use SO_REUSEPORT, which would otherwise let a second
+// broker of the same user bind the same port and take half the connections.
+// A plain bind (no SO_REUSEPORT) fails with EADDRINUSE on a port that has
+// any listener. Port 0 is not probed.
+func probeListenAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil || port == "0" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("cannot listen on %s: the address is in use by another process", addr)
+		}
+		return fmt.Errorf("cannot listen on %s: %w", addr, err)
+	}
+	return ln.Close()
+}
