@@ -158,48 +158,20 @@ func (op *offsetsPartition) load() error {
 	if part == nil {
 		return fmt.Errorf("cannot load %s-%d: partition not open", offsetsTopic, op.index)
 	}
-	l := part.log
-	off, end := l.LogStartOffset(), l.LogEndOffset()
-	for off < end {
-		res, err := l.Read(off, 8<<20, end, true)
-		if err != nil {
-			return fmt.Errorf("cannot read %s-%d at offset %d: %w", offsetsTopic, op.index, off, err)
+	name := fmt.Sprintf("%s-%d", offsetsTopic, op.index)
+	err := replayLog(part.log, name, func(b *kmsg.RecordBatch, offset int64, r *kmsg.Record) error {
+		switch {
+		case b.Attributes&0x20 != 0: // a transaction marker
+			op.mgr.loadTxnMarker(b.ProducerID, r.Key)
+			return nil
+		case b.Attributes&0x10 != 0: // a transactional offset commit
+			return op.mgr.loadTxnRecord(b.ProducerID, r.Key, r.Value)
+		default:
+			return op.mgr.loadRecord(r.Key, r.Value)
 		}
-		if len(res.Chunks) == 0 {
-			break
-		}
-		next := off
-		for _, c := range res.Chunks {
-			buf, rerr := chunkBytes(c) // cleaner.go: direct mode's chunks are memory
-			if rerr != nil {
-				return fmt.Errorf("cannot read %s-%d: %w", offsetsTopic, op.index, rerr)
-			}
-			next = max(next, batchesEnd(buf)) // a cleaned batch may hold no record (cleaner.go)
-			err := readBatches(buf, func(b *kmsg.RecordBatch, offset int64, r *kmsg.Record) error {
-				var err error
-				switch {
-				case offset < off:
-				case b.Attributes&0x20 != 0: // a transaction marker
-					op.mgr.loadTxnMarker(b.ProducerID, r.Key)
-				case b.Attributes&0x10 != 0: // a transactional offset commit
-					err = op.mgr.loadTxnRecord(b.ProducerID, r.Key, r.Value)
-				default:
-					err = op.mgr.loadRecord(r.Key, r.Value)
-				}
-				if err != nil {
-					return fmt.Errorf("%s-%d offset %d: %w", offsetsTopic, op.index, offset, err)
-				}
-				next = max(next, int64(b.FirstOffset)+int64(b.LastOffsetDelta)+1)
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-		}
-		if next <= off {
-			break
-		}
-		off = next
+	})
+	if err != nil {
+		return err
 	}
 	op.mgr.finishLoad()
 	return nil

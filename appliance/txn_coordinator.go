@@ -142,42 +142,13 @@ func (tp *txnPartition) load() error {
 	if part == nil {
 		return fmt.Errorf("cannot load %s-%d: partition not open", txnTopic, tp.index)
 	}
-	l := part.log
-	off, end := l.LogStartOffset(), l.LogEndOffset()
-	for off < end {
-		res, err := l.Read(off, 8<<20, end, true)
-		if err != nil {
-			return fmt.Errorf("cannot read %s-%d at offset %d: %w", txnTopic, tp.index, off, err)
+	name := fmt.Sprintf("%s-%d", txnTopic, tp.index)
+	return replayLog(part.log, name, func(b *kmsg.RecordBatch, offset int64, r *kmsg.Record) error {
+		if b.Attributes&0x20 != 0 { // markers in __transaction_state carry no state
+			return nil
 		}
-		if len(res.Chunks) == 0 {
-			break
-		}
-		next := off
-		for _, c := range res.Chunks {
-			buf, rerr := chunkBytes(c) // cleaner.go: direct mode's chunks are memory
-			if rerr != nil {
-				return fmt.Errorf("cannot read %s-%d: %w", txnTopic, tp.index, rerr)
-			}
-			next = max(next, batchesEnd(buf)) // a cleaned batch may hold no record (cleaner.go)
-			err := readBatches(buf, func(b *kmsg.RecordBatch, offset int64, r *kmsg.Record) error {
-				if b.Attributes&0x20 == 0 && offset >= off {
-					if err := tp.mgr.loadRecord(r.Key, r.Value); err != nil {
-						return fmt.Errorf("%s-%d offset %d: %w", txnTopic, tp.index, offset, err)
-					}
-				}
-				next = max(next, int64(b.FirstOffset)+int64(b.LastOffsetDelta)+1)
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-		}
-		if next <= off {
-			break
-		}
-		off = next
-	}
-	return nil
+		return tp.mgr.loadRecord(r.Key, r.Value)
+	})
 }
 
 // timeoutLoop runs the timeout check on every partition's shard.
