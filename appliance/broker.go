@@ -103,7 +103,7 @@ func (b *Broker) Start() error {
 	if err := b.lockLogDir(); err != nil {
 		return err
 	}
-	if err := probeListenAddr(b.cfg.ListenAddr); err != nil {
+	if err := probeListenAddr(b.cfg.ListenAddr, 10*time.Second, b.log); err != nil {
 		b.unlockLogDir()
 		return err
 	}

@@ -3,10 +3,12 @@ package appliance
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -45,17 +47,34 @@ func (b *Broker) unlockLogDir() {
 // broker of the same user bind the same port and take half the connections.
 // A plain bind (no SO_REUSEPORT) fails with EADDRINUSE on a port that has
 // any listener. Port 0 is not probed.
-func probeListenAddr(addr string) error {
+//
+// A listener of a process that was just killed can outlive it briefly (the
+// kernel tears an io_uring instance down asynchronously, and its accept
+// keeps the socket listening), and a socket left in a SO_REUSEPORT group
+// would take connections nobody serves: so a busy port is retried for up to
+// wait before giving up.
+func probeListenAddr(addr string, wait time.Duration, logger *slog.Logger) error {
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil || port == "0" {
 		return nil
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		if errors.Is(err, syscall.EADDRINUSE) {
+	deadline := time.Now().Add(wait)
+	logged := false
+	for {
+		ln, err := net.Listen("tcp", addr)
+		if err == nil {
+			return ln.Close()
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("cannot listen on %s: %w", addr, err)
+		}
+		if time.Now().After(deadline) {
 			return fmt.Errorf("cannot listen on %s: the address is in use by another process", addr)
 		}
-		return fmt.Errorf("cannot listen on %s: %w", addr, err)
+		if !logged {
+			logger.Warn("listener address in use, waiting for it to be released", "addr", addr, "wait", wait.String())
+			logged = true
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	return ln.Close()
 }

@@ -330,30 +330,36 @@ func writeReadme(path string, r *Results) error {
 	for _, s := range r.Suites {
 		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d |\n", s.Client, s.Version, s.Suite, s.Passed, s.Failed, s.Skipped)
 	}
-	var lines []string
-	for _, s := range r.Suites {
-		for _, f := range s.Failures {
-			if strings.Contains(f.Test, "/") {
-				continue // its top-level test carries the line
-			}
-			lines = append(lines, fmt.Sprintf("- %s %s `%s`: %s", s.Client, s.Suite, f.Test, orUnexplained(f.Reason)))
-		}
+	if fails := grouped(r, func(s Suite) []Outcome { return s.Failures }); len(fails) > 0 {
+		b.WriteString("\nRemaining failures:\n\n" + strings.Join(fails, "\n") + "\n")
 	}
-	if len(lines) > 0 {
-		b.WriteString("\nRemaining failures:\n\n" + strings.Join(lines, "\n") + "\n")
-	}
-	var skips []string
-	for _, s := range r.Suites {
-		for _, k := range s.Skips {
-			skips = append(skips, fmt.Sprintf("`%s` (%s)", k.Test, orUnexplained(k.Reason)))
-		}
-		if len(skips) > 0 && len(s.Skips) > 0 {
-			skips[len(skips)-len(s.Skips)] = s.Client + " " + s.Suite + ": " + skips[len(skips)-len(s.Skips)]
-		}
-	}
-	if len(skips) > 0 {
-		b.WriteString("\nSkipped: " + strings.Join(skips, "; ") + ".\n")
+	if skips := grouped(r, func(s Suite) []Outcome { return s.Skips }); len(skips) > 0 {
+		b.WriteString("\nSkipped:\n\n" + strings.Join(skips, "\n") + "\n")
 	}
 	s = s[:i] + b.String() + s[j:]
 	return os.WriteFile(path, []byte(s), 0o644)
+}
+
+// grouped returns one README line per suite and reason, listing the
+// top-level tests (a subtest's failure is carried by its parent).
+func grouped(r *Results, pick func(Suite) []Outcome) []string {
+	var lines []string
+	for _, s := range r.Suites {
+		var reasons []string
+		tests := map[string][]string{}
+		for _, o := range pick(s) {
+			if strings.Contains(o.Test, "/") {
+				continue
+			}
+			why := orUnexplained(o.Reason)
+			if _, ok := tests[why]; !ok {
+				reasons = append(reasons, why)
+			}
+			tests[why] = append(tests[why], "`"+o.Test+"`")
+		}
+		for _, why := range reasons {
+			lines = append(lines, fmt.Sprintf("- %s %s: %s: %s", s.Client, s.Suite, strings.Join(tests[why], ", "), why))
+		}
+	}
+	return lines
 }
