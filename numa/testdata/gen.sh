@@ -34,3 +34,5 @@ t=nvme-node1
 mkdir -p $t/sys/class/nvme/nvme0 $t/sys/block/nvme0n1/device $t/sys/block/nvme0n1/nvme0n1p1 $t/sys/dev/block/259:1
 echo 1 > $t/sys/class/nvme/nvme0/numa_node; echo 1 > $t/sys/block/nvme0n1/device/numa_node
 printf 'MAJOR=259\nMINOR=1\nDEVNAME=nvme0n1p1\nDEVTYPE=partition\n' > $t/sys/dev/block/259:1/uevent
+# git keeps no empty directories: mark them so a clone has the same trees.
+find one-node two-socket-smt nvme-node1 -type d -empty -exec touch {}/.keep \;
