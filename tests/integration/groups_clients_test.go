@@ -80,6 +80,14 @@ type saramaSeen struct {
 	mu      sync.Mutex
 	offsets map[string]bool
 	members map[string]bool
+	claimed map[string]int // partitions per member in its latest session
+}
+
+// bothClaimed reports whether both members hold partitions in their latest session.
+func (s *saramaSeen) bothClaimed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.claimed) == 2 && s.claimed["0"] > 0 && s.claimed["1"] > 0
 }
 
 func (s *saramaSeen) counts() (records, members int) {
@@ -93,7 +101,19 @@ type saramaHandler struct {
 	name string
 }
 
-func (h *saramaHandler) Setup(sarama.ConsumerGroupSession) error   { return nil }
+func (h *saramaHandler) Setup(s sarama.ConsumerGroupSession) error {
+	n := 0
+	for _, ps := range s.Claims() {
+		n += len(ps)
+	}
+	h.seen.mu.Lock()
+	if h.seen.claimed == nil {
+		h.seen.claimed = map[string]int{}
+	}
+	h.seen.claimed[h.name] = n
+	h.seen.mu.Unlock()
+	return nil
+}
 func (h *saramaHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
 func (h *saramaHandler) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.ConsumerGroupClaim) error {
 	for m := range c.Messages() {
@@ -139,7 +159,10 @@ func TestGroupsSarama(t *testing.T) {
 			}
 		}()
 	}
-	// Produce while both members are in the group, so both process records.
+	// Produce once both members hold partitions, so both process records
+	// (produced earlier, the first member could read everything before the
+	// second one joins).
+	waitFor(t, 60*time.Second, "both sarama members to hold partitions", seen.bothClaimed)
 	produceSpread(t, b, topic, 4, 0, total)
 	waitFor(t, 90*time.Second, "two sarama members to consume every record", func() bool {
 		n, m := seen.counts()
