@@ -30,20 +30,15 @@ func handleAlterConfigs(b *Broker, r *request) any {
 	req := r.req.(*kmsg.AlterConfigsRequest)
 	return deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
-		type resKey struct {
-			t    kmsg.ConfigResourceType
-			name string
-		}
-		seen := map[resKey]int{}
-		for _, rr := range req.Resources {
-			seen[resKey{rr.ResourceType, rr.ResourceName}]++
-		}
+		seen := countResources(req.Resources, func(rr kmsg.AlterConfigsRequestResource) configResource {
+			return configResource{rr.ResourceType, rr.ResourceName}
+		})
 		for _, rr := range req.Resources {
 			res := kmsg.NewAlterConfigsResponseResource()
 			res.ResourceType = rr.ResourceType
 			res.ResourceName = rr.ResourceName
 			var err error
-			if seen[resKey{rr.ResourceType, rr.ResourceName}] > 1 {
+			if seen[configResource{rr.ResourceType, rr.ResourceName}] > 1 {
 				err = fmt.Errorf("%w: each resource must appear at most once", kerr.InvalidRequest)
 			} else {
 				err = b.alterConfigsResource(rr, req.ValidateOnly)
@@ -98,4 +93,20 @@ func checkConfigResource(typ kmsg.ConfigResourceType, name string, keys, nulls [
 		return fmt.Errorf("%w: broker configs are static; edit server.properties", kerr.InvalidRequest)
 	}
 	return fmt.Errorf("%w: resource type %d cannot be altered (2 topic)", kerr.InvalidRequest, typ)
+}
+
+// configResource names one config resource of an alter request.
+type configResource struct {
+	t    kmsg.ConfigResourceType
+	name string
+}
+
+// countResources counts how often each resource appears in an alter
+// request: a resource named twice gets INVALID_REQUEST in both alter APIs.
+func countResources[R any](rs []R, key func(R) configResource) map[configResource]int {
+	seen := make(map[configResource]int, len(rs))
+	for _, r := range rs {
+		seen[key(r)]++
+	}
+	return seen
 }

@@ -179,29 +179,15 @@ func (op *offsetsPartition) load() error {
 
 // expiryLoop runs the offset expiry on every partition's shard.
 func (gc *groupCoordinator) expiryLoop() {
-	t := time.NewTicker(gc.cfg.retentionCheck)
-	defer t.Stop()
-	for {
-		select {
-		case <-gc.b.closing:
-			return
-		case <-t.C:
-			for _, op := range gc.parts {
-				gc.post(op.st, op.mgr.expireOffsets)
-			}
+	gc.b.every(gc.cfg.retentionCheck, func() {
+		for _, op := range gc.parts {
+			gc.post(op.st, op.mgr.expireOffsets)
 		}
-	}
+	})
 }
 
 // post runs fn on st unless the broker is closing.
-func (gc *groupCoordinator) post(st *shardState, fn func()) {
-	select {
-	case <-gc.b.closing:
-		return
-	default:
-	}
-	st.loop.Post(fn)
-}
+func (gc *groupCoordinator) post(st *shardState, fn func()) { gc.b.postUnlessClosing(st, fn) }
 
 // partitionOf is the coordinator partition of groupID.
 func (gc *groupCoordinator) partitionOf(groupID string) *offsetsPartition {

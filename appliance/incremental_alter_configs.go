@@ -37,20 +37,15 @@ func handleIncrementalAlterConfigs(b *Broker, r *request) any {
 	req := r.req.(*kmsg.IncrementalAlterConfigsRequest)
 	return deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-		type resKey struct {
-			t    kmsg.ConfigResourceType
-			name string
-		}
-		seen := map[resKey]int{}
-		for _, rr := range req.Resources {
-			seen[resKey{rr.ResourceType, rr.ResourceName}]++
-		}
+		seen := countResources(req.Resources, func(rr kmsg.IncrementalAlterConfigsRequestResource) configResource {
+			return configResource{rr.ResourceType, rr.ResourceName}
+		})
 		for _, rr := range req.Resources {
 			res := kmsg.NewIncrementalAlterConfigsResponseResource()
 			res.ResourceType = rr.ResourceType
 			res.ResourceName = rr.ResourceName
 			var err error
-			if seen[resKey{rr.ResourceType, rr.ResourceName}] > 1 {
+			if seen[configResource{rr.ResourceType, rr.ResourceName}] > 1 {
 				err = fmt.Errorf("%w: each resource must appear at most once", kerr.InvalidRequest)
 			} else {
 				err = b.incrementalAlterResource(rr, req.ValidateOnly)

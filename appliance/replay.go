@@ -2,10 +2,13 @@ package appliance
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+// This file holds what the coordinators of the internal topics share.
 
 // replayLog reads an internal topic's partition log from its log start
 // offset to its end and calls fn for every record, in offset order. It runs
@@ -48,4 +51,30 @@ func replayLog(l *nvme.Log, name string, fn func(b *kmsg.RecordBatch, offset int
 		off = next
 	}
 	return nil
+}
+
+// postUnlessClosing runs fn on st's loop unless the broker is shutting down
+// (the coordinators' timers and loops must not post into stopped shards).
+func (b *Broker) postUnlessClosing(st *shardState, fn func()) {
+	select {
+	case <-b.closing:
+		return
+	default:
+	}
+	st.loop.Post(fn)
+}
+
+// every calls fn every d until the broker closes; it blocks, so callers run
+// it on its own goroutine.
+func (b *Broker) every(d time.Duration, fn func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.closing:
+			return
+		case <-t.C:
+			fn()
+		}
+	}
 }

@@ -153,29 +153,15 @@ func (tp *txnPartition) load() error {
 
 // timeoutLoop runs the timeout check on every partition's shard.
 func (tc *txnCoordinator) timeoutLoop() {
-	t := time.NewTicker(tc.cfg.cleanupInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-tc.b.closing:
-			return
-		case <-t.C:
-			for _, tp := range tc.parts {
-				tc.post(tp.st, tp.mgr.checkTimeouts)
-			}
+	tc.b.every(tc.cfg.cleanupInterval, func() {
+		for _, tp := range tc.parts {
+			tc.post(tp.st, tp.mgr.checkTimeouts)
 		}
-	}
+	})
 }
 
 // post runs fn on st unless the broker is closing.
-func (tc *txnCoordinator) post(st *shardState, fn func()) {
-	select {
-	case <-tc.b.closing:
-		return
-	default:
-	}
-	st.loop.Post(fn)
-}
+func (tc *txnCoordinator) post(st *shardState, fn func()) { tc.b.postUnlessClosing(st, fn) }
 
 // partitionOf is the coordinator partition of a transactional id.
 func (tc *txnCoordinator) partitionOf(id string) *txnPartition {
