@@ -269,6 +269,25 @@ type ConfigChange struct {
 // alterTopicConfigs applies changes to a topic's overrides. With replace
 // (legacy AlterConfigs) every override not named is removed.
 func (b *Broker) alterTopicConfigs(name string, changes []ConfigChange, replace, validateOnly bool) error {
+	return b.alterTopicConfigsWith(name, func(*TopicImage) ([]ConfigChange, error) { return changes, nil }, replace, validateOnly)
+}
+
+// alterTopicConfigsWith is alterTopicConfigs with the changes computed by
+// compute from the topic as it is under the controller lock, so changes
+// that depend on current values (APPEND/SUBTRACT) are not lost to a
+// concurrent alteration committed in between.
+func (b *Broker) alterTopicConfigsWith(name string, compute func(*TopicImage) ([]ConfigChange, error), replace, validateOnly bool) error {
+	b.ctrlMu.Lock()
+	defer b.ctrlMu.Unlock()
+	im := b.currentImage()
+	t := im.Topics[name]
+	if t == nil {
+		return fmt.Errorf("%w: topic %q does not exist", kerr.UnknownTopicOrPartition, name)
+	}
+	changes, err := compute(t)
+	if err != nil {
+		return err
+	}
 	for _, c := range changes {
 		if c.Value != nil {
 			if err := ValidateTopicConfig(c.Key, *c.Value); err != nil {
@@ -277,13 +296,6 @@ func (b *Broker) alterTopicConfigs(name string, changes []ConfigChange, replace,
 		} else if _, ok := topicConfigDefFor(c.Key); !ok {
 			return fmt.Errorf("%w: unknown topic config %q", kerr.InvalidConfig, c.Key)
 		}
-	}
-	b.ctrlMu.Lock()
-	defer b.ctrlMu.Unlock()
-	im := b.currentImage()
-	t := im.Topics[name]
-	if t == nil {
-		return kerr.UnknownTopicOrPartition
 	}
 	var recs []MetadataRecord
 	named := map[string]bool{}

@@ -71,15 +71,9 @@ func (b *Broker) incrementalAlterResource(rr kmsg.IncrementalAlterConfigsRequest
 	if err := checkConfigResource(rr.ResourceType, rr.ResourceName, keys, nulls); err != nil {
 		return err
 	}
-	t := b.currentImage().Topics[rr.ResourceName]
-	if t == nil {
-		return fmt.Errorf("%w: topic %q does not exist", kerr.UnknownTopicOrPartition, rr.ResourceName)
-	}
-	changes, err := incrementalConfigChanges(rr.Configs, b.effectiveTopicConfigs(t))
-	if err != nil {
-		return err
-	}
-	return b.alterTopicConfigs(rr.ResourceName, changes, false, validateOnly)
+	return b.alterTopicConfigsWith(rr.ResourceName, func(t *TopicImage) ([]ConfigChange, error) {
+		return incrementalConfigChanges(rr.Configs, b.effectiveTopicConfigs(t))
+	}, false, validateOnly)
 }
 
 // incrementalConfigChanges turns IncrementalAlterConfigs operations into
