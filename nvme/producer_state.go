@@ -266,6 +266,9 @@ func ParseProducerSnapshot(b []byte) ([]*ProducerEntry, error) {
 // writeProducerSnapshot writes <offset>.snapshot with the current state, as
 // Kafka does at each roll and at a clean shutdown.
 func (l *Log) writeProducerSnapshot(offset int64) error {
+	if err := l.syncTxnIndexes(); err != nil {
+		return err
+	}
 	entries := make([]*ProducerEntry, 0, len(l.producers))
 	for _, e := range l.producers {
 		entries = append(entries, e)

@@ -56,6 +56,45 @@ type txnState struct {
 	open      map[int64]struct{} // producers with an open transaction
 	aborted   []AbortedTxn       // ascending LastOffset
 	recovered []AbortedTxn       // found while replaying at open
+	// unsynced names the .txnindex files written since their last fsync.
+	// They are synced before a producer snapshot is written: replay at
+	// open starts at the newest snapshot, so entries below it must be on
+	// disk, and entries above it are rebuilt from the log.
+	unsynced map[string]struct{}
+}
+
+// syncTxnFile fsyncs one transaction index file; tests replace it to see
+// which files were synced.
+var syncTxnFile = func(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// markTxnUnsynced records that path was written and not yet synced.
+func (l *Log) markTxnUnsynced(path string) {
+	if l.txn.unsynced == nil {
+		l.txn.unsynced = map[string]struct{}{}
+	}
+	l.txn.unsynced[path] = struct{}{}
+}
+
+// syncTxnIndexes fsyncs the transaction index files written since the last
+// call. A file deleted since (retention, compaction swap) needs nothing.
+func (l *Log) syncTxnIndexes() error {
+	for path := range l.txn.unsynced {
+		if err := syncTxnFile(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("cannot fsync transaction index %q: %w", path, err)
+		}
+		delete(l.txn.unsynced, path)
+	}
+	return nil
 }
 
 // AppendTxnEntry encodes e as a 34-byte transaction index entry.
@@ -158,6 +197,7 @@ func (l *Log) txnAppend(h BatchHeader, records []byte, first, leo int64) {
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
+		l.markTxnUnsynced(path)
 	}
 	if err != nil {
 		// The entry is in memory and is recovered from the log at the next
@@ -244,6 +284,7 @@ func (l *Log) loadTxnIndexes() error {
 		if err := os.WriteFile(path, buf, 0o644); err != nil {
 			return fmt.Errorf("cannot rewrite transaction index %q: %w", path, err)
 		}
+		l.markTxnUnsynced(path)
 	}
 	return nil
 }

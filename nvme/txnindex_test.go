@@ -156,3 +156,43 @@ func FuzzParseTxnIndex(f *testing.F) {
 		}
 	})
 }
+
+// TestTxnIndexSyncedBeforeSnapshot checks that an aborted transaction's
+// .txnindex entry is fsynced before the producer snapshot that replay at
+// open will start from is written: after a power loss the entry could not
+// be rebuilt from the log below that snapshot.
+func TestTxnIndexSyncedBeforeSnapshot(t *testing.T) {
+	var synced []string
+	old := syncTxnFile
+	syncTxnFile = func(path string) error {
+		synced = append(synced, path)
+		return old(path)
+	}
+	t.Cleanup(func() { syncTxnFile = old })
+
+	dir := t.TempDir()
+	l := mustOpen(t, dir, testOptions(t))
+	mustAppend(t, l, txnBatch(t, 3, 7, 0, 0), AppendOptions{})      // 0-2 producer 7
+	mustAppend(t, l, markerBatch(t, 7, 0, false), AppendOptions{}) // 3 ABORT 7
+	idx := filepath.Join(dir, segmentFileName(0, txnIndexSuffix))
+	if len(synced) != 0 {
+		t.Fatalf("synced %v before any snapshot; want the sync deferred to the snapshot", synced)
+	}
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	if len(synced) != 1 || synced[0] != idx {
+		t.Fatalf("synced %v at roll, want [%s]", synced, idx)
+	}
+	if _, err := os.Stat(filepath.Join(dir, segmentFileName(4, snapshotSuffix))); err != nil {
+		t.Fatalf("no producer snapshot at the roll: %v", err)
+	}
+	// A second snapshot with nothing new written syncs nothing again.
+	mustAppend(t, l, simpleBatch(t, 1, 10, 1_000_000), AppendOptions{})
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(synced) != 1 {
+		t.Fatalf("synced %v after close, want only the first sync", synced)
+	}
+}
