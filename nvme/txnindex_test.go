@@ -172,7 +172,7 @@ func TestTxnIndexSyncedBeforeSnapshot(t *testing.T) {
 
 	dir := t.TempDir()
 	l := mustOpen(t, dir, testOptions(t))
-	mustAppend(t, l, txnBatch(t, 3, 7, 0, 0), AppendOptions{})      // 0-2 producer 7
+	mustAppend(t, l, txnBatch(t, 3, 7, 0, 0), AppendOptions{})     // 0-2 producer 7
 	mustAppend(t, l, markerBatch(t, 7, 0, false), AppendOptions{}) // 3 ABORT 7
 	idx := filepath.Join(dir, segmentFileName(0, txnIndexSuffix))
 	if len(synced) != 0 {
