@@ -215,6 +215,11 @@ func (b *Broker) deleteTopic(name string, id TopicID) (*TopicImage, error) {
 	}
 	b.image.Store(next)
 	b.dropPartitions(t)
+	if gc := b.groups; gc != nil {
+		for _, op := range gc.parts {
+			gc.post(op.st, func() { op.mgr.dropTopicOffsets(t.Name) })
+		}
+	}
 	b.log.Info("deleted topic", "topic", t.Name, "id", t.ID.String())
 	return t, nil
 }

@@ -437,6 +437,41 @@ func (m *groupManager) expireOffsets() {
 	}
 }
 
+// dropTopicOffsets deletes every group's committed offsets of a deleted
+// topic, as Kafka's coordinator does when partitions are deleted, so a
+// topic created again with the same name does not resume from them. An
+// Empty group left without offsets is removed.
+func (m *groupManager) dropTopicOffsets(topic string) {
+	ids := make([]string, 0, len(m.groups))
+	for id := range m.groups {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var recs []kmsg.Record
+	for _, id := range ids {
+		g := m.groups[id]
+		of := func(tp groupTP) bool { return tp.topic == topic }
+		drop := m.tombstones(g, of)
+		if len(drop) == 0 {
+			continue
+		}
+		recs = append(recs, drop...)
+		for tp := range g.offsets {
+			if of(tp) {
+				delete(g.offsets, tp)
+			}
+		}
+		if g.state == groupEmpty && len(g.offsets) == 0 && len(g.pending) == 0 {
+			recs = append(recs, kmsg.Record{Key: groupMetadataKey(g.id)})
+			m.transition(g, groupDead)
+			delete(m.groups, id)
+		}
+	}
+	if len(recs) > 0 {
+		m.env.persist(recs, func(error) {})
+	}
+}
+
 // loadRecord applies one record replayed from the partition's log.
 func (m *groupManager) loadRecord(key, value []byte) error {
 	if len(key) < 2 {
