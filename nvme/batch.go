@@ -222,6 +222,14 @@ func checkRecords(b []byte, count int32, requireKeys bool) error {
 		if !ok {
 			return fmt.Errorf("%w: record %d of %d: %s", ErrCorruptMessage, i, count, it.err)
 		}
+		if r.offsetDelta != i {
+			// A producer numbers its records 0..n-1; any other numbering
+			// gives offsets outside [baseOffset, lastOffset] that consumers
+			// cannot advance past (Kafka refuses it too, INVALID_RECORD).
+			// Compacted batches have gaps, but they never come through a
+			// produce request.
+			return fmt.Errorf("%w: record %d has offset delta %d; a produced batch numbers its records 0..n-1", ErrInvalidRecord, i, r.offsetDelta)
+		}
 		if requireKeys && r.keyLen < 0 {
 			return fmt.Errorf("%w: record %d has no key, which a compacted topic requires", ErrInvalidRecord, i)
 		}

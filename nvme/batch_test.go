@@ -9,6 +9,7 @@ import (
 func TestValidateBatches(t *testing.T) {
 	keyed := []testRecord{{key: []byte("a"), value: []byte("1")}, {key: []byte("b"), value: nil, headers: [][2][]byte{{[]byte("h"), []byte("v")}}}}
 	keyless := []testRecord{{key: []byte("a"), value: []byte("1")}, {key: nil, value: []byte("2")}}
+	badDeltas := []testRecord{{key: []byte("a"), value: []byte("1"), offsetDelta: 5, badDelta: true}, {key: []byte("b"), value: []byte("2"), offsetDelta: 2, badDelta: true}}
 	valid := buildBatch(t, batchSpec{baseTs: 1000}, keyed)
 	mutate := func(f func(b []byte) []byte) []byte {
 		b := append([]byte(nil), valid...)
@@ -52,6 +53,7 @@ func TestValidateBatches(t *testing.T) {
 		{name: "keyless allowed", records: buildBatch(t, batchSpec{}, keyless), batches: 1, recs: 2},
 		{name: "keyless rejected", records: buildBatch(t, batchSpec{}, keyless), opts: AppendOptions{RequireKeys: true}, want: ErrInvalidRecord},
 		{name: "keyed required", records: valid, opts: AppendOptions{RequireKeys: true}, batches: 1, recs: 2},
+		{name: "offset deltas 5,2", records: buildBatch(t, batchSpec{}, badDeltas), want: ErrInvalidRecord},
 	}
 	for _, codec := range []int{CompressionGzip, CompressionSnappy, CompressionLZ4, CompressionZstd} {
 		for _, xerial := range []bool{false, true} {
@@ -70,6 +72,7 @@ func TestValidateBatches(t *testing.T) {
 				tc{name: name + " keyed", records: buildBatch(t, spec, keyed), opts: AppendOptions{RequireKeys: true}, batches: 1, recs: 2},
 				tc{name: name + " keyless unchecked", records: buildBatch(t, spec, keyless), batches: 1, recs: 2},
 				tc{name: name + " keyless", records: buildBatch(t, spec, keyless), opts: AppendOptions{RequireKeys: true}, want: ErrInvalidRecord},
+				tc{name: name + " offset deltas 5,2", records: buildBatch(t, spec, badDeltas), want: ErrInvalidRecord},
 				tc{name: name + " garbage without key checks", records: garbage, want: ErrCorruptMessage},
 				tc{name: name + " garbage", records: garbage, opts: AppendOptions{RequireKeys: true}, want: ErrCorruptMessage},
 			)

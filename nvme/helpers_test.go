@@ -21,6 +21,10 @@ type testRecord struct {
 	key, value []byte // key nil = null key
 	tsDelta    int64
 	headers    [][2][]byte
+	// offsetDelta, when badDelta is set, replaces the record's index as
+	// its offset delta.
+	offsetDelta int64
+	badDelta    bool
 }
 
 // batchSpec describes a batch for buildBatch.
@@ -37,7 +41,11 @@ func encodeRecords(dst []byte, recs []testRecord) []byte {
 		var body []byte
 		body = append(body, 0) // attributes
 		body = binary.AppendVarint(body, r.tsDelta)
-		body = binary.AppendVarint(body, int64(i))
+		if r.badDelta {
+			body = binary.AppendVarint(body, r.offsetDelta)
+		} else {
+			body = binary.AppendVarint(body, int64(i))
+		}
 		if r.key == nil {
 			body = binary.AppendVarint(body, -1)
 		} else {
