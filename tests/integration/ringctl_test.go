@@ -114,6 +114,13 @@ func TestRingctlTopics(t *testing.T) {
 	if !strings.Contains(r.stdout, "created topic orders") {
 		t.Errorf("topic create printed %q", r.stdout)
 	}
+	// The id is printed as Kafka prints it, the form in partition.metadata
+	// and the broker's log (URL-safe base64 without padding).
+	if pm, err := os.ReadFile(filepath.Join(b.DataDir, "orders-0", "partition.metadata")); err != nil {
+		t.Errorf("read partition.metadata: %v", err)
+	} else if _, id, _ := strings.Cut(strings.TrimSpace(string(pm)), "topic_id: "); id == "" || !strings.Contains(r.stdout, "(id "+id+",") {
+		t.Errorf("topic create printed %q; partition.metadata has %q", r.stdout, pm)
+	}
 	// Errors name the Kafka code, say what to do, and exit 1.
 	r = ringctl(t, b, 1, "", "topic", "create", "orders")
 	if !strings.Contains(r.stderr, "TOPIC_ALREADY_EXISTS (36)") {

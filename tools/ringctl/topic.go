@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"flag"
 	"fmt"
 	"strings"
@@ -48,9 +49,9 @@ func topicCreate(e *env, args []string) error {
 		return kafkaErr(r.Err, r.ErrMessage, "create topic "+name, subject{"topic", name})
 	}
 	if e.json {
-		return e.printJSON(map[string]any{"topic": r.Topic, "id": r.ID.String(), "partitions": r.NumPartitions, "replication_factor": r.ReplicationFactor})
+		return e.printJSON(map[string]any{"topic": r.Topic, "id": topicID(r.ID), "partitions": r.NumPartitions, "replication_factor": r.ReplicationFactor})
 	}
-	fmt.Fprintf(e.out, "created topic %s (id %s, %d partitions, replication factor %d)\n", r.Topic, r.ID, r.NumPartitions, r.ReplicationFactor)
+	fmt.Fprintf(e.out, "created topic %s (id %s, %d partitions, replication factor %d)\n", r.Topic, topicID(r.ID), r.NumPartitions, r.ReplicationFactor)
 	return nil
 }
 
@@ -89,7 +90,7 @@ func topicList(e *env, args []string) error {
 	rows := []topicRow{}
 	for _, name := range tds.Names() {
 		td := tds[name]
-		rows = append(rows, topicRow{Topic: name, ID: td.ID.String(), Partitions: len(td.Partitions), ReplicationFactor: td.Partitions.NumReplicas(), Internal: td.IsInternal})
+		rows = append(rows, topicRow{Topic: name, ID: topicID(td.ID), Partitions: len(td.Partitions), ReplicationFactor: td.Partitions.NumReplicas(), Internal: td.IsInternal})
 	}
 	if e.json {
 		return e.printJSON(rows)
@@ -169,7 +170,7 @@ func topicDescribe(e *env, args []string) error {
 		}
 		for _, name := range known {
 			td := tds[name]
-			d := topicDescription{Topic: name, ID: td.ID.String(), Internal: td.IsInternal, Configs: map[string]string{}}
+			d := topicDescription{Topic: name, ID: topicID(td.ID), Internal: td.IsInternal, Configs: map[string]string{}}
 			for _, p := range td.Partitions.Sorted() {
 				row := partitionRow{Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, Replicas: p.Replicas, ISR: p.ISR,
 					StartOffset: -1, EndOffset: -1, Error: errString(p.Err)}
@@ -365,3 +366,8 @@ func topicAddPartitions(e *env, args []string) error {
 	fmt.Fprintf(e.out, "topic %s now has %d partitions\n", name, count)
 	return nil
 }
+
+// topicID formats a topic id as Kafka does (Uuid.toString: URL-safe
+// base64 without padding), the form the broker logs and the CLI tools of
+// Kafka print.
+func topicID(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
