@@ -135,7 +135,11 @@ func (b *Broker) startCleaner() error {
 		lc.wg.Add(1)
 		go lc.thread()
 	}
-	b.log.Info("log cleaner started", "threads", cfg.threads, "io.max.bytes.per.second", cfg.ioMaxBytes, "backoff", cfg.backoff.String())
+	ioMax := "unlimited"
+	if cfg.ioMaxBytes < math.MaxFloat64 {
+		ioMax = strconv.FormatFloat(cfg.ioMaxBytes, 'f', -1, 64)
+	}
+	b.log.Info("log cleaner started", "threads", cfg.threads, "io.max.bytes.per.second", ioMax, "backoff", cfg.backoff.String())
 	return nil
 }
 
