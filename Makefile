@@ -18,8 +18,10 @@ build:
 	$(GO) build -o $(BIN)/ ./tools/...
 
 # Starts one broker on 127.0.0.1:9092 (from $(CONFIG)) with its log in ./data.
+# ARGS passes more flags, e.g. make run ARGS="--override listeners=PLAINTEXT://127.0.0.1:19092"
+ARGS ?=
 run: build
-	./$(BIN)/ringbroker $(CONFIG) --override log.dirs=./data
+	./$(BIN)/ringbroker $(CONFIG) --override log.dirs=./data $(ARGS)
 
 test: deps vet unit unit-direct integration integration-direct compat
 
