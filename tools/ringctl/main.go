@@ -398,7 +398,9 @@ func kafkaErr(err error, serverMsg string, what string, subj ...subject) error {
 	case kerr.TopicDeletionDisabled.Code:
 		hint = "set delete.topic.enable=true on the broker"
 	case kerr.InvalidTopicException.Code:
-		hint = "topic names use [a-zA-Z0-9._-], at most 249 characters, and not . or .."
+		if !strings.Contains(serverMsg, "internal topic") {
+			hint = "topic names use [a-zA-Z0-9._-], at most 249 characters, and not . or .."
+		}
 	case kerr.UnsupportedVersion.Code:
 		hint = "the broker does not support this request version"
 	case kerr.CoordinatorNotAvailable.Code, kerr.CoordinatorLoadInProgress.Code, kerr.NotCoordinator.Code:
