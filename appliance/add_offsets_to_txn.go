@@ -28,6 +28,14 @@ func handleAddOffsetsToTxn(b *Broker, r *request) any {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp
 	}
+	if b.txnIDDenied(r, req.TransactionalID) {
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp
+	}
+	if b.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp
+	}
 	tp := txnTP{offsetsTopic, groupPartition(req.Group, int32(len(b.groups.parts)))}
 	ch := b.addTxnPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txnTP{tp}, false)
 	if ch == nil {

@@ -136,6 +136,10 @@ func handleAddPartitionsToTxn(b *Broker, r *request) any {
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	im := b.currentImage()
 	if r.version < 4 {
+		if denied := b.addTxnDenied(r, req.TransactionalID, req.Topics); denied != nil {
+			resp.Topics = denied
+			return resp
+		}
 		wait := b.addTxnTopics(im, txnAddReq{id: req.TransactionalID, pid: req.ProducerID, epoch: req.ProducerEpoch, topics: req.Topics}, r.version)
 		return deferred(func() any {
 			resp.Topics = wait()
@@ -147,6 +151,10 @@ func handleAddPartitionsToTxn(b *Broker, r *request) any {
 		a := txnAddReq{id: tx.TransactionalID, pid: tx.ProducerID, epoch: tx.ProducerEpoch, verify: tx.VerifyOnly}
 		for _, t := range tx.Topics {
 			a.topics = append(a.topics, kmsg.AddPartitionsToTxnRequestTopic{Topic: t.Topic, Partitions: t.Partitions})
+		}
+		if denied := b.addTxnDenied(r, a.id, a.topics); denied != nil {
+			waits = append(waits, func() []kmsg.AddPartitionsToTxnResponseTopic { return denied })
+			continue
 		}
 		waits = append(waits, b.addTxnTopics(im, a, r.version))
 	}

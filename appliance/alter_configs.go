@@ -40,7 +40,7 @@ func handleAlterConfigs(b *Broker, r *request) any {
 			var err error
 			if seen[configResource{rr.ResourceType, rr.ResourceName}] > 1 {
 				err = fmt.Errorf("%w: each resource must appear at most once", kerr.InvalidRequest)
-			} else {
+			} else if err = b.configResourceAuthzErr(r, kmsg.ACLOperationAlterConfigs, rr.ResourceType, rr.ResourceName); err == nil {
 				err = b.alterConfigsResource(rr, req.ValidateOnly)
 			}
 			res.ErrorCode = errCode(err)

@@ -26,6 +26,10 @@ func handleAlterPartitionReassignments(b *Broker, r *request) any {
 	req := r.req.(*kmsg.AlterPartitionAssignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
 	resp.AllowReplicationFactorChange = req.AllowReplicationFactorChange
+	if !b.authorizeCluster(r, kmsg.ACLOperationAlter) { // authorizer.go
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp
+	}
 	im := b.currentImage()
 	for _, t := range req.Topics {
 		rt := kmsg.NewAlterPartitionAssignmentsResponseTopic()

@@ -45,6 +45,9 @@ type Broker struct {
 	cleaner *logCleaner
 
 	metrics *brokerMetrics // never nil after New
+	quotas  *quotaManager  // byte-rate quota rates (quota_enforce.go); never nil after New
+
+	authz *authorizer // the ACL authorizer (authorizer.go); nil when authorizer.class.name is empty
 
 	device nvme.DeviceInfo // log.dirs' device, probed in Start (storage.go)
 
@@ -84,6 +87,12 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 	}
 	b := &Broker{cfg: cfg, log: logger, conns: map[*conn]struct{}{}, closing: make(chan struct{}), serveErr: make(chan error, 1)}
 	b.metrics = newBrokerMetrics(b)
+	q, err := newQuotaManager(cfg.Props, b.metrics.set)
+	if err != nil {
+		return nil, err
+	}
+	b.quotas = q
+	b.authz = newAuthorizer(cfg)
 	return b, nil
 }
 
@@ -288,6 +297,9 @@ func (b *Broker) openPartition(st *shardState, t *TopicImage, p int32, logStart 
 		return nil
 	}
 	dir := b.partitionDir(t.Name, p)
+	if err := b.removeStrayPartitionDir(dir, t, p); err != nil {
+		return err
+	}
 	cfg := b.topicConfig(t)
 	l, err := nvme.Open(dir, b.storageOptions(st, t, cfg.logOptions(b.log, logStart)))
 	if err != nil {
@@ -305,6 +317,28 @@ func (b *Broker) openPartition(st *shardState, t *TopicImage, p int32, logStart 
 		}
 	}
 	st.parts[key] = newPartition(b, st, t.Name, t.ID, p, pi.LeaderEpoch, l, cfg)
+	return nil
+}
+
+// removeStrayPartitionDir moves aside dir when its partition.metadata names
+// another topic id: the remains of a deleted topic of the same name (a
+// crash between the metadata commit and the rename), which the new topic
+// must not open. Kafka calls these stray logs.
+func (b *Broker) removeStrayPartitionDir(dir string, t *TopicImage, p int32) error {
+	old, err := nvme.ReadPartitionMetadata(dir)
+	if err != nil || old == [16]byte(t.ID) {
+		return nil // no directory yet, or ours (unreadable metadata is rewritten below)
+	}
+	gone := filepath.Join(b.cfg.LogDir, deletedPartitionDirName(t.Name, p, TopicID(old)))
+	b.log.Warn("removing stray partition directory of a deleted topic", "dir", dir, "topicId", TopicID(old).String(), "newTopicId", t.ID.String())
+	if err := os.Rename(dir, gone); err != nil {
+		return fmt.Errorf("cannot move stray partition directory %q aside: %w", dir, err)
+	}
+	go func() {
+		if err := os.RemoveAll(gone); err != nil {
+			b.log.Warn("cannot remove stray partition directory", "dir", gone, "err", err)
+		}
+	}()
 	return nil
 }
 

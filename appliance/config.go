@@ -76,6 +76,17 @@ type Config struct {
 	MetricsListener          string // metrics.listener: host:port of /metrics, /healthz, /readyz; "" or "none" disables
 	ProducerIDExpirationMs   int64  // producer.id.expiration.ms: idempotent producer state is forgotten after this long idle
 
+	// AuthorizerClassName is authorizer.class.name: "" (no authorizer, the
+	// ACL APIs answer SECURITY_DISABLED) or one of Kafka's standard
+	// authorizers, which turn the built-in one on (authorizer.go).
+	AuthorizerClassName string
+	// AllowEveryoneIfNoACLFound is allow.everyone.if.no.acl.found: whether a
+	// resource no ACL names is open to everyone (Kafka's default: false).
+	AllowEveryoneIfNoACLFound bool
+	// SuperUsers is super.users split at ';': principals ("User:admin")
+	// allowed everything.
+	SuperUsers []string
+
 	// TopicDefaults holds the broker-level defaults of every topic config,
 	// keyed by the topic config name (segment.bytes, retention.ms, ...).
 	TopicDefaults map[string]string
@@ -202,6 +213,9 @@ var brokerDefaults = map[string]string{
 	"connections.max.idle.ms":          "600000",
 	"metrics.listener":                 "127.0.0.1:9644",
 	"producer.id.expiration.ms":        "86400000",
+	"authorizer.class.name":            "",
+	"allow.everyone.if.no.acl.found":   "false",
+	"super.users":                      "",
 	"shards":                           "0",
 	"io.engine":                        "netpoll",
 	"log.io.mode":                      "buffered",
@@ -284,6 +298,11 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 	c.LogIOCacheBytes = i64("log.io.cache.bytes")
 	c.MetricsListener = strings.TrimSpace(get("metrics.listener"))
 	c.ClusterID = props["cluster.id"]
+	c.AuthorizerClassName = strings.TrimSpace(get("authorizer.class.name"))
+	c.AllowEveryoneIfNoACLFound = boolean("allow.everyone.if.no.acl.found")
+	if err == nil {
+		c.SuperUsers, err = parseSuperUsers(get("super.users"))
+	}
 	if err != nil {
 		return Config{}, err
 	}
@@ -408,6 +427,9 @@ func (c *Config) Validate() error {
 	case "buffered", "direct":
 	default:
 		return fmt.Errorf("log.io.mode must be buffered or direct, got %q", c.LogIOMode)
+	}
+	if err := validateAuthorizerClass(c.AuthorizerClassName); err != nil {
+		return err
 	}
 	if metricsEnabled(c.MetricsListener) {
 		if _, _, err := net.SplitHostPort(c.MetricsListener); err != nil {

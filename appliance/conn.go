@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -38,17 +40,31 @@ type conn struct {
 	// frames arrive from its loop and responses go out through its ring
 	// (conn_uring.go); the pipeline below is the same.
 	ring *uringConn
+
+	// wake is poked when a slot becomes ready (netpoll writer).
+	wake chan struct{}
+	// clientID is the last client id read, reused while it stays the same.
+	clientID string
+	// sf is the writer's sendfile state (sendChunk).
+	sf *sendfileState
 }
 
-// slot is one request's place in the response order.
+// slot is one request's place in the response order. ready turns true once
+// resp is set (conn.complete); the writer then owns it until it releases it.
 type slot struct {
-	done     chan struct{}
+	ready    atomic.Bool
+	rs       *reqState // the storage the slot lives in
 	corrID   int32
 	key      int16
 	version  int16
 	resp     any // kmsg.Response, *rawResponse, or nil for no response
 	closeNow bool
 	start    time.Time // when dispatched (request latency metrics)
+}
+
+func (s *slot) reset() {
+	s.ready.Store(false)
+	s.corrID, s.key, s.version, s.resp, s.closeNow, s.start = 0, 0, 0, nil, false, time.Time{}
 }
 
 // request is what a handler sees.
@@ -59,7 +75,12 @@ type request struct {
 	corrID   int32
 	clientID string
 	req      kmsg.Request
+	rs       *reqState // the request's storage (reqstate.go)
 }
+
+// answerLater is returned by a handler that completes the request's slot
+// itself (conn.complete), from a shard or a goroutine of its own.
+type answerLater struct{}
 
 // deferred is returned by a handler whose answer needs waiting; the conn
 // runs it on its own goroutine. It returns what a handler returns.
@@ -94,7 +115,8 @@ func (r *rawResponse) size() int {
 type closeConn struct{ reason string }
 
 func newConn(b *Broker, shard int, nc net.Conn) *conn {
-	return &conn{b: b, shard: shard, nc: nc, remote: nc.RemoteAddr().String(), slots: make(chan *slot, maxInFlight), closed: make(chan struct{})}
+	return &conn{b: b, shard: shard, nc: nc, remote: nc.RemoteAddr().String(), slots: make(chan *slot, maxInFlight), closed: make(chan struct{}),
+		wake: make(chan struct{}, 1)}
 }
 
 func (c *conn) close() {
@@ -145,59 +167,102 @@ func (c *conn) reader() error {
 		}
 		// A frame's read gets a deadline so a peer cannot hold half a frame forever.
 		_ = c.nc.SetReadDeadline(time.Now().Add(30 * time.Second))
-		buf := make([]byte, size)
-		if _, err := io.ReadFull(br, buf); err != nil {
+		rs := getReqState(int(size))
+		if _, err := io.ReadFull(br, rs.frame); err != nil {
 			if errors.Is(err, io.ErrUnexpectedEOF) {
 				return fmt.Errorf("truncated request frame: %w", err)
 			}
 			return err
 		}
-		if !c.dispatch(buf) {
+		if !c.dispatch(rs) {
 			return nil
 		}
 	}
 }
 
-// dispatch decodes one frame and queues its slot. It returns false when the
-// connection must close.
-func (c *conn) dispatch(frame []byte) bool {
+// dispatch decodes one frame (rs.frame) and queues its slot. It returns
+// false when the connection must close.
+func (c *conn) dispatch(rs *reqState) bool {
 	if c.ring != nil && c.ring.closing.Load() {
 		return false
 	}
-	pr, err := parseFrame(frame)
-	s := &slot{done: make(chan struct{}), corrID: pr.corrID, key: pr.key, version: pr.version, start: time.Now()}
+	pr, err := parseFrameInto(rs.frame, rs)
+	s := &rs.slot
+	s.corrID, s.key, s.version, s.start = pr.corrID, pr.key, pr.version, time.Now()
 	if err != nil {
 		s.closeNow = true
 		c.b.log.Warn("closing connection on bad request", "remote", c.remote, "api_key", pr.key, "api_version", pr.version,
 			"correlation_id", pr.corrID, "reason", err.Error())
-		close(s.done)
+		s.ready.Store(true)
 		c.enqueue(s)
 		return false
 	}
-	r := &request{c: c, key: pr.key, version: pr.version, corrID: pr.corrID, clientID: pr.clientID, req: pr.req}
+	// Produce and fetch storage is reused once answered; other handlers
+	// may keep slices of the frame, so theirs never is.
+	rs.pooled = pr.reused
+	if pr.reused {
+		internStrings(c.b, pr.req)
+	}
+	r := &rs.req
+	*r = request{c: c, key: pr.key, version: pr.version, corrID: pr.corrID, clientID: c.internClientID(pr.clientIDBytes), req: pr.req, rs: rs}
 	if !c.enqueue(s) {
 		return false
 	}
 	if pr.unsupported {
 		// ApiVersions answers in v0; Produce v0-v2 answers per partition.
 		s.resp = pr.api.unsupported(r)
-		close(s.done)
+		c.answered(s)
 		return true
 	}
 	out := c.runHandler(pr.api, r)
-	if d, ok := out.(deferred); ok {
+	switch out := out.(type) {
+	case answerLater:
+		return true
+	case deferred:
 		go func() {
-			s.resp = c.finish(c.runDeferred(r, d))
-			close(s.done)
-			if c.ring != nil {
-				c.ring.notify() // the answer is sent from the loop
-			}
+			s.resp = c.finish(c.runDeferred(r, out))
+			c.complete(s)
 		}()
 		return true
 	}
 	s.resp = c.finish(out)
-	close(s.done)
+	c.answered(s)
 	return true
+}
+
+// answered marks s ready from the dispatching goroutine or loop (the uring
+// loop pumps after dispatching, so only the netpoll writer is woken).
+func (c *conn) answered(s *slot) {
+	s.ready.Store(true)
+	if c.ring == nil {
+		c.poke()
+	}
+}
+
+// complete marks s ready from any goroutine and wakes its writer.
+func (c *conn) complete(s *slot) {
+	s.ready.Store(true)
+	if c.ring != nil {
+		c.ring.notify() // the answer is sent from the loop
+		return
+	}
+	c.poke()
+}
+
+func (c *conn) poke() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// internClientID returns the client id as a string, reusing the previous
+// one while the client sends the same id (every request carries it).
+func (c *conn) internClientID(b []byte) string {
+	if string(b) != c.clientID {
+		c.clientID = string(b)
+	}
+	return c.clientID
 }
 
 // parsedFrame is a decoded request frame.
@@ -208,6 +273,9 @@ type parsedFrame struct {
 	req          kmsg.Request
 	api          apiDef
 	unsupported  bool // version outside the API's range, answered by api.unsupported
+
+	clientIDBytes []byte // the client id in the frame
+	reused        bool   // req was decoded into the reqState's storage
 }
 
 // parseFrame decodes a request frame (without its size prefix): header v1
@@ -215,6 +283,14 @@ type parsedFrame struct {
 // panic. Unknown API keys and versions we do not answer are errors too:
 // Kafka closes the connection on them.
 func parseFrame(frame []byte) (pr parsedFrame, err error) {
+	return parseFrameInto(frame, nil)
+}
+
+// parseFrameInto is parseFrame that decodes Produce and Fetch bodies in
+// their supported versions into rs's reused structs (decode_hot.go) when rs
+// is not nil, and leaves pr.clientID empty (the caller interns
+// pr.clientIDBytes).
+func parseFrameInto(frame []byte, rs *reqState) (pr parsedFrame, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("cannot decode request: %v", p)
@@ -242,8 +318,31 @@ func parseFrame(frame []byte) (pr parsedFrame, err error) {
 		if cidLen > len(rest) {
 			return pr, fmt.Errorf("client id length %d beyond the frame", cidLen)
 		}
-		pr.clientID = string(rest[:cidLen])
+		pr.clientIDBytes = rest[:cidLen]
+		if rs == nil {
+			pr.clientID = string(pr.clientIDBytes)
+		}
 		rest = rest[cidLen:]
+	}
+	if rs != nil && pr.version >= api.min && pr.version <= api.max && hotKey(pr.key) {
+		// Request header v2 (flexible versions: Produce v9+, Fetch v12+)
+		// ends with tagged fields.
+		if pr.key == 0 && pr.version >= 9 || pr.key == 1 && pr.version >= 12 {
+			if rest = skipTags(rest); rest == nil {
+				return pr, fmt.Errorf("cannot read request header tagged fields")
+			}
+		}
+		var derr error
+		if pr.key == 0 {
+			pr.req, derr = &rs.produceReq, decodeProduce(&rs.produceReq, pr.version, rest)
+		} else {
+			pr.req, derr = &rs.fetchReq, decodeFetch(&rs.fetchReq, pr.version, rest)
+		}
+		if derr != nil {
+			return pr, fmt.Errorf("cannot decode request body: %w", derr)
+		}
+		pr.reused = true
+		return pr, nil
 	}
 	req := kmsg.RequestForKey(pr.key)
 	if req == nil {
@@ -316,6 +415,11 @@ func skipHeaderTags(req kmsg.Request, rest []byte) []byte {
 	if !req.IsFlexible() {
 		return rest
 	}
+	return skipTags(rest)
+}
+
+// skipTags returns what follows a tagged-field section, or nil if malformed.
+func skipTags(rest []byte) []byte {
 	n, sz := binary.Uvarint(rest)
 	if sz <= 0 {
 		return nil
@@ -354,10 +458,12 @@ func (c *conn) writer() {
 	var hdr []byte
 	broken := false
 	for s := range c.slots {
-		select {
-		case <-s.done:
-		case <-c.closed:
-			broken = true
+		for !broken && !s.ready.Load() {
+			select {
+			case <-c.wake:
+			case <-c.closed:
+				broken = true
+			}
 		}
 		if broken {
 			continue
@@ -381,12 +487,16 @@ func (c *conn) writer() {
 		var ok bool
 		hdr, parts, ok, err = appendResponse(hdr[:0], s)
 		if !ok && err == nil {
+			releaseSlot(s)
 			continue // acks=0
 		}
 		if err == nil {
 			if _, err = bw.Write(hdr); err == nil {
 				err = c.writeParts(bw, parts)
 			}
+		}
+		if err == nil {
+			releaseSlot(s) // bw holds copies; the rest went out synchronously
 		}
 		if err == nil && len(c.slots) == 0 {
 			err = bw.Flush()
@@ -457,7 +567,7 @@ func (c *conn) writeParts(bw *bufio.Writer, parts []respPart) error {
 		if err := bw.Flush(); err != nil {
 			return err
 		}
-		if err := sendChunk(c.nc, p.chunk); err != nil {
+		if err := c.sendChunk(p.chunk); err != nil {
 			return err
 		}
 	}
@@ -467,54 +577,82 @@ func (c *conn) writeParts(bw *bufio.Writer, parts []respPart) error {
 // memChunkDirect: memory chunks larger than this skip bw (no copy).
 const memChunkDirect = 16 << 10
 
-func sendChunk(nc net.Conn, ch nvme.Chunk) error {
-	sc, ok := nc.(syscall.Conn)
-	if !ok {
-		return copyChunk(nc, ch)
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return copyChunk(nc, ch)
-	}
-	rfd, err := ch.File.SyscallConn()
-	if err != nil {
-		return copyChunk(nc, ch)
-	}
-	off := ch.Pos
-	remain := int(ch.Len)
-	var serr error
-	ferr := rfd.Control(func(ffd uintptr) {
-		werr := rc.Write(func(sfd uintptr) bool {
-			for remain > 0 {
-				n, err := unix.Sendfile(int(sfd), int(ffd), &off, remain)
-				if n > 0 {
-					remain -= n
-				}
-				if err == unix.EAGAIN {
-					return false // wait until writable
-				}
-				if err == unix.EINTR {
-					continue
-				}
-				if err != nil {
-					serr = err
-					return true
-				}
-				if n == 0 {
-					serr = fmt.Errorf("segment %s ended %d bytes early", ch.File.Name(), remain)
-					return true
-				}
+// sendfileState is a connection's sendfile machinery, kept so that a
+// chunk's send allocates nothing: the socket's and the last segment file's
+// RawConn, and the callbacks RawConn.Control and Write take.
+type sendfileState struct {
+	sock    syscall.RawConn
+	file    *os.File
+	fileRC  syscall.RawConn
+	off     int64
+	remain  int
+	serr    error
+	control func(uintptr)
+	write   func(uintptr) bool
+	ffd     uintptr
+}
+
+// sendChunk sends ch with sendfile(2), at explicit offsets.
+func (c *conn) sendChunk(ch nvme.Chunk) error {
+	sf := c.sf
+	if sf == nil {
+		sf = &sendfileState{}
+		sf.control, sf.write = sf.onControl, sf.onWritable
+		if sc, ok := c.nc.(syscall.Conn); ok {
+			if rc, err := sc.SyscallConn(); err == nil {
+				sf.sock = rc
 			}
-			return true
-		})
-		if serr == nil {
-			serr = werr
 		}
-	})
-	if serr != nil {
-		return serr
+		c.sf = sf
+	}
+	if sf.sock == nil {
+		return copyChunk(c.nc, ch)
+	}
+	if sf.file != ch.File {
+		rc, err := ch.File.SyscallConn()
+		if err != nil {
+			return copyChunk(c.nc, ch)
+		}
+		sf.file, sf.fileRC = ch.File, rc
+	}
+	sf.off, sf.remain, sf.serr = ch.Pos, int(ch.Len), nil
+	ferr := sf.fileRC.Control(sf.control)
+	if sf.serr != nil {
+		return sf.serr
 	}
 	return ferr
+}
+
+func (sf *sendfileState) onControl(ffd uintptr) {
+	sf.ffd = ffd
+	werr := sf.sock.Write(sf.write)
+	if sf.serr == nil {
+		sf.serr = werr
+	}
+}
+
+func (sf *sendfileState) onWritable(sfd uintptr) bool {
+	for sf.remain > 0 {
+		n, err := unix.Sendfile(int(sfd), int(sf.ffd), &sf.off, sf.remain)
+		if n > 0 {
+			sf.remain -= n
+		}
+		if err == unix.EAGAIN {
+			return false // wait until writable
+		}
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			sf.serr = err
+			return true
+		}
+		if n == 0 {
+			sf.serr = fmt.Errorf("segment %s ended %d bytes early", sf.file.Name(), sf.remain)
+			return true
+		}
+	}
+	return true
 }
 
 // copyChunk is the fallback when the socket has no fd (tests with net.Pipe).

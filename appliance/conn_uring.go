@@ -40,7 +40,7 @@ type uringConn struct {
 	closing    atomic.Bool
 	stopRead   atomic.Bool  // a frame asked to close: read no more
 	queued     atomic.Int32 // frames handed to the dispatcher, not yet dispatched
-	work       chan []byte
+	work       chan *reqState
 	pumpQueued atomic.Bool
 	pumpFn     func()
 	closeFn    func()
@@ -66,23 +66,23 @@ func (b *Broker) OpenRingConn(rc *ioring.RingConn) ioring.RingConnCallbacks {
 	return u
 }
 
-// OnFrame copies the frame (kmsg decoding aliases its input, and handlers
-// keep slices of it) and runs it through the pipeline.
+// OnFrame copies the frame into a request's storage (decoding aliases its
+// input, and handlers keep slices of it) and runs it through the pipeline.
 func (u *uringConn) OnFrame(frame []byte) ioring.FrameAction {
-	buf := make([]byte, len(frame))
-	copy(buf, frame)
-	if u.queued.Load() == 0 && onLoopAPI(buf) {
-		if !u.c.dispatch(buf) {
+	rs := getReqState(len(frame))
+	copy(rs.frame, frame)
+	if u.queued.Load() == 0 && onLoopAPI(rs.frame) {
+		if !u.c.dispatch(rs) {
 			u.stopRead.Store(true) // a closing slot is queued
 		}
 		u.pump()
 	} else {
 		if u.work == nil {
-			u.work = make(chan []byte, maxInFlight+1)
+			u.work = make(chan *reqState, maxInFlight+1)
 			go u.dispatcher()
 		}
 		u.queued.Add(1)
-		u.work <- buf // never blocks: reading pauses at maxInFlight
+		u.work <- rs // never blocks: reading pauses at maxInFlight
 	}
 	if u.stopRead.Load() || u.inFlight() >= maxInFlight {
 		return ioring.FramePause
@@ -92,8 +92,8 @@ func (u *uringConn) OnFrame(frame []byte) ioring.FrameAction {
 
 // dispatcher runs the frames that may block, in order.
 func (u *uringConn) dispatcher() {
-	for buf := range u.work {
-		if !u.stopRead.Load() && !u.c.dispatch(buf) {
+	for rs := range u.work {
+		if !u.stopRead.Load() && !u.c.dispatch(rs) {
 			u.stopRead.Store(true) // the closing slot is queued; drop the rest
 		}
 		u.queued.Add(-1)
@@ -179,9 +179,7 @@ func (u *uringConn) next() *slot {
 		return nil
 	}
 	s := u.pending[u.ph]
-	select {
-	case <-s.done:
-	default:
+	if !s.ready.Load() {
 		return nil
 	}
 	u.pending[u.ph] = nil
@@ -229,6 +227,7 @@ func (u *uringConn) pump() {
 			break
 		}
 		if !ok {
+			releaseSlot(s)
 			continue // acks=0
 		}
 		u.rc.Write(hdr)
@@ -239,9 +238,12 @@ func (u *uringConn) pump() {
 			case p.chunk.Mem != nil:
 				u.write(p.chunk.Mem)
 			default:
-				u.write(p.b)
+				if u.write(p.b) && s.rs != nil {
+					s.rs.fetch.enc.detachBuf() // the ring sends it in place
+				}
 			}
 		}
+		releaseSlot(s) // small parts were copied; file chunks and large ones are not ours
 	}
 	u.rc.Flush()
 	if u.rc.Paused() && !u.closing.Load() && !u.stopRead.Load() && u.inFlight() < maxInFlight/2 {
@@ -250,13 +252,14 @@ func (u *uringConn) pump() {
 }
 
 // write queues b: copied when small (it then rides with the header in one
-// send), referenced when large.
-func (u *uringConn) write(b []byte) {
+// send), referenced when large (it reports true then).
+func (u *uringConn) write(b []byte) bool {
 	if len(b) > memChunkDirect {
 		u.rc.WriteRef(b)
-	} else {
-		u.rc.Write(b)
+		return true
 	}
+	u.rc.Write(b)
+	return false
 }
 
 func (u *uringConn) closeAfterFlush() {

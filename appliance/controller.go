@@ -353,15 +353,23 @@ func (b *Broker) dropPartitions(t *TopicImage) {
 				_ = part.close()
 			}
 			dir := b.partitionDir(t.Name, p.Partition)
-			gone := filepath.Join(b.cfg.LogDir, fmt.Sprintf("%s-%d.%s-delete", t.Name, p.Partition, t.ID.String()))
-			if err := os.Rename(dir, gone); err == nil {
+			gone := filepath.Join(b.cfg.LogDir, deletedPartitionDirName(t.Name, p.Partition, t.ID))
+			err := os.Rename(dir, gone)
+			switch {
+			case err == nil:
 				go func() {
 					if err := os.RemoveAll(gone); err != nil {
 						b.log.Warn("cannot remove deleted partition", "dir", gone, "err", err)
 					}
 				}()
-			} else if !os.IsNotExist(err) {
-				b.log.Warn("cannot rename deleted partition", "dir", dir, "err", err)
+			case os.IsNotExist(err):
+			default:
+				// The live name must not survive: a topic created again
+				// under it would open the deleted records.
+				b.log.Warn("cannot rename deleted partition; removing it in place", "dir", dir, "err", err)
+				if err := os.RemoveAll(dir); err != nil {
+					b.log.Error("cannot remove deleted partition", "dir", dir, "err", err)
+				}
 			}
 		})
 	}
@@ -391,4 +399,19 @@ func (b *Broker) checkPartitionBudget(im *Image, add int) error {
 			kerr.PolicyViolation, total, need, lim.Cur)
 	}
 	return nil
+}
+
+// maxFileNameBytes is the longest file name Linux file systems take
+// (NAME_MAX).
+const maxFileNameBytes = 255
+
+// deletedPartitionDirName is "<topic>-<p>.<id>-delete", with the topic cut
+// short when the whole would exceed NAME_MAX (a 249-byte topic name fits a
+// live directory but not the suffix), as Kafka does.
+func deletedPartitionDirName(topic string, partition int32, id TopicID) string {
+	suffix := fmt.Sprintf("-%d.%s-delete", partition, id.String())
+	if len(topic)+len(suffix) > maxFileNameBytes {
+		topic = topic[:maxFileNameBytes-len(suffix)]
+	}
+	return topic + suffix
 }

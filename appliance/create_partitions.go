@@ -45,7 +45,7 @@ func handleCreatePartitions(b *Broker, r *request) any {
 			var err error
 			if seen[t.Topic] > 1 {
 				err = fmt.Errorf("%w: duplicate topic name %q", kerr.InvalidRequest, t.Topic)
-			} else {
+			} else if err = b.topicAuthzErr(r, kmsg.ACLOperationAlter, t.Topic); err == nil {
 				err = b.createPartitionsTopic(t, req.ValidateOnly)
 			}
 			rt.ErrorCode = errCode(err)

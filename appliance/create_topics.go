@@ -48,6 +48,8 @@ func handleCreateTopics(b *Broker, r *request) any {
 			switch {
 			case seen[t.Topic] > 1:
 				fail(fmt.Errorf("%w: topic %q is named more than once", kerr.InvalidRequest, t.Topic))
+			case b.createTopicAuthzErr(r, t.Topic) != nil:
+				fail(b.createTopicAuthzErr(r, t.Topic))
 			default:
 				if len(t.ReplicaAssignment) > 0 {
 					n, err := manualAssignmentPartitions(t.ReplicaAssignment, t.NumPartitions, t.ReplicationFactor, b.cfg.NodeID)

@@ -21,6 +21,9 @@ func handleDeleteGroups(b *Broker, r *request) any {
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	chans := make([]<-chan any, len(req.Groups))
 	for i, g := range req.Groups {
+		if b.groupDenied(r, kmsg.ACLOperationDelete, g) {
+			continue // answered GROUP_AUTHORIZATION_FAILED below
+		}
 		chans[i] = b.groupAsk(g, func(m *groupManager, reply func(any)) {
 			m.deleteGroup(g, func(err *kerr.Error) { reply(err) })
 		})
@@ -35,6 +38,8 @@ func handleDeleteGroups(b *Broker, r *request) any {
 				v, ok = b.groupWait(chans[i])
 			}
 			switch {
+			case b.groupDenied(r, kmsg.ACLOperationDelete, id):
+				dg.ErrorCode = kerr.GroupAuthorizationFailed.Code
 			case !ok:
 				dg.ErrorCode = kerr.CoordinatorNotAvailable.Code
 			case v.(*kerr.Error) != nil:

@@ -60,6 +60,8 @@ func handleDeleteRecords(b *Broker, r *request) any {
 				rp.Partition = p.Partition
 				rp.LowWatermark = -1
 				switch {
+				case b.topicDenied(r, kmsg.ACLOperationDelete, t.Topic):
+					rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				case topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions):
 					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				case !deletable:

@@ -91,6 +91,8 @@ func handleDeleteTopics(b *Broker, r *request) any {
 				}
 				dupIDAnswered[e.id] = true
 				fail(fmt.Errorf("%w: duplicate topic id %s", kerr.InvalidRequest, e.id))
+			case b.deleteTopicAuthzErr(r, e.name, e.id) != nil:
+				fail(b.deleteTopicAuthzErr(r, e.name, e.id))
 			default:
 				name := ""
 				if e.name != nil {

@@ -11,8 +11,8 @@ package appliance
 // UNSUPPORTED_ENDPOINT_TYPE (115), with a message. Without an authorizer
 // every operation is allowed, so include_cluster_authorized_operations gets
 // the bitfield of every operation on the CLUSTER resource, as Kafka answers
-// without an authorizer; otherwise the field keeps its default
-// -2147483648.
+// without an authorizer; with one, the bits of the operations the principal
+// is allowed; otherwise the field keeps its default -2147483648.
 
 import (
 	"fmt"
@@ -49,7 +49,7 @@ func handleDescribeCluster(b *Broker, r *request) any {
 	resp.ClusterID = b.cfg.ClusterID
 	resp.ControllerID = b.cfg.NodeID
 	if req.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = clusterAuthorizedOps
+		resp.ClusterAuthorizedOperations = b.clusterAuthorizedOps(r) // authorizer_checks.go
 	}
 	br := kmsg.NewDescribeClusterResponseBroker()
 	br.NodeID = b.cfg.NodeID

@@ -54,6 +54,11 @@ func handleDescribeConfigs(b *Broker, r *request) any {
 			res.ErrorCode = errCode(err)
 			res.ErrorMessage = adminErrMsg(err)
 		}
+		if err := b.configResourceAuthzErr(r, kmsg.ACLOperationDescribeConfigs, rr.ResourceType, rr.ResourceName); err != nil {
+			fail(err)
+			resp.Resources = append(resp.Resources, res)
+			continue
+		}
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
 			if err := validTopicName(rr.ResourceName); err != nil {

@@ -28,6 +28,11 @@ func handleDescribeGroups(b *Broker, r *request) any {
 		for i, id := range req.Groups {
 			dg := kmsg.NewDescribeGroupsResponseGroup()
 			dg.Group = id
+			if b.groupDenied(r, kmsg.ACLOperationDescribe, id) {
+				dg.ErrorCode = kerr.GroupAuthorizationFailed.Code
+				resp.Groups = append(resp.Groups, dg)
+				continue
+			}
 			var v any
 			ok := chans[i] != nil
 			if ok {

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
 )
@@ -35,6 +36,10 @@ func handleDescribeLogDirs(b *Broker, r *request) any {
 	req := r.req.(*kmsg.DescribeLogDirsRequest)
 	return deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+		if !b.authorizeCluster(r, kmsg.ACLOperationDescribe) { // authorizer.go; v0-v2 answer no dirs
+			resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+			return resp
+		}
 		var want map[string]map[int32]bool // nil: all
 		if req.Topics != nil {
 			want = map[string]map[int32]bool{}

@@ -1,8 +1,9 @@
 // Package appliance wires a ringbroker node: configuration, the metadata
 // image and its log, the controller, partitions on their owner shards, the
 // Kafka wire protocol (one handler file per API key, each opening with a
-// comment on its behaviour and versions), and the group and transaction
-// coordinators. It satisfies the small interfaces that cluster
+// comment on its behaviour and versions), the group and transaction
+// coordinators, and the ACL authorizer (authorizer.go) over the bindings in
+// the image (acl.go). It satisfies the small interfaces that cluster
 // and tiering declare.
 //
 // It may import cluster, tiering, nvme, ioring and numa; nothing imports it

@@ -30,6 +30,10 @@ func handleElectLeaders(b *Broker, r *request) any {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp
 	}
+	if !b.authorizeCluster(r, kmsg.ACLOperationAlter) { // authorizer.go
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp
+	}
 	im := b.currentImage()
 	for _, t := range req.Topics {
 		rt := kmsg.NewElectLeadersResponseTopic()

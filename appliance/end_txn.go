@@ -27,6 +27,10 @@ func handleEndTxn(b *Broker, r *request) any {
 	req := r.req.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	resp.ProducerID, resp.ProducerEpoch = req.ProducerID, req.ProducerEpoch
+	if b.txnIDDenied(r, req.TransactionalID) {
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp
+	}
 	ch := b.txnAsk(req.TransactionalID, func(m *txnManager, reply func(any)) {
 		m.endTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, func(err *kerr.Error) { reply([]*kerr.Error{err}) })
 	})

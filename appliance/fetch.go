@@ -44,15 +44,15 @@ type fetchPartIn struct {
 
 func handleFetch(b *Broker, r *request) any {
 	req := r.req.(*kmsg.FetchRequest)
+	fs := &r.rs.fetch
 	// Epoch 0 (INITIAL) and -1 (FINAL) make a full request, whatever the
 	// session id (Kafka closes the named session and answers in full); only an
 	// incremental request (epoch > 0) needs a session, and we keep none.
 	if req.SessionEpoch != 0 && req.SessionEpoch != -1 {
-		return encodeFetchResponse(r.version, kerr.FetchSessionIDNotFound.Code, 0, nil)
+		return fs.enc.encode(r.version, kerr.FetchSessionIDNotFound.Code, 0, nil)
 	}
 	im := b.currentImage()
-	var outs []fetchTopicOut
-	var ins []fetchPartIn
+	fs.reset(b, r, req, im)
 	for _, t := range req.Topics {
 		var topic *TopicImage
 		if r.version >= 13 {
@@ -60,42 +60,43 @@ func handleFetch(b *Broker, r *request) any {
 		} else {
 			topic = im.Topics[t.Topic]
 		}
-		ot := fetchTopicOut{name: t.Topic, id: TopicID(t.TopicID)}
+		name, id := t.Topic, TopicID(t.TopicID)
 		if topic != nil {
-			ot.name, ot.id = topic.Name, topic.ID
+			name, id = topic.Name, topic.ID
 		}
+		ot := fs.addTopic(name, id)
 		for _, p := range t.Partitions {
 			op := fetchPartOut{partition: p.Partition, hw: -1, lso: -1, logStart: -1, readCommitted: req.IsolationLevel == 1}
 			switch {
 			case topic == nil && r.version >= 13:
 				op.errCode = kerr.UnknownTopicID.Code
+			case b.topicDenied(r, kmsg.ACLOperationRead, ot.name): // authorizer_checks.go
+				op.errCode = kerr.TopicAuthorizationFailed.Code
 			case topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions):
 				op.errCode = kerr.UnknownTopicOrPartition.Code
 			default:
-				ins = append(ins, fetchPartIn{ti: len(outs), pi: len(ot.parts), topic: topic, partition: p.Partition,
+				fs.ins = append(fs.ins, fetchPartIn{ti: len(fs.outs) - 1, pi: len(ot.parts), topic: topic, partition: p.Partition,
 					offset: p.FetchOffset, maxBytes: p.PartitionMaxBytes, leaderEpoch: p.CurrentLeaderEpoch, lastFetchedE: p.LastFetchedEpoch})
 			}
-			ot.parts = append(ot.parts, op)
+			addFetchPart(ot, op)
 		}
-		outs = append(outs, ot)
 	}
-	if len(ins) == 0 {
-		return encodeFetchResponse(r.version, 0, 0, outs)
+	if len(fs.ins) == 0 {
+		return fs.enc.encode(r.version, 0, 0, fs.outs)
 	}
-	return deferred(func() any {
-		defer b.metrics.enterFetchPurgatory()()
-		out := b.runFetch(r, req, outs, ins)
-		b.metrics.fetched(outs)
-		return out
-	})
+	// Read on the owner shards, answering from the last (fetch_wait.go).
+	fs.begin()
+	return answerLater{}
 }
 
-func (b *Broker) runFetch(r *request, req *kmsg.FetchRequest, outs []fetchTopicOut, ins []fetchPartIn) any {
+// runFetch is the long poll: it reads, and while fewer than min_bytes are
+// there, parks on the partitions until an append or the deadline. It
+// returns nil when the connection closes.
+func (b *Broker) runFetch(r *request, req *kmsg.FetchRequest, outs []fetchTopicOut, ins []fetchPartIn, deadline time.Time) *rawResponse {
 	maxBytes := req.MaxBytes
 	if maxBytes <= 0 {
 		maxBytes = 52428800
 	}
-	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	w := &fetchWaiter{notify: make(chan struct{}, 1)}
 	defer w.done.Store(true)
 	for {
@@ -166,7 +167,7 @@ func (b *Broker) readFetch(outs []fetchTopicOut, ins []fetchPartIn, maxBytes int
 // readPartition runs on the owner shard. It returns the bytes added and
 // whether the partition answered with an error.
 func readPartition(part *partition, in fetchPartIn, op *fetchPartOut, budget int32, first bool, isolation int8) (int32, bool) {
-	op.chunks, op.bytes, op.hasRecords, op.errCode = nil, 0, false, 0
+	op.chunks, op.bytes, op.hasRecords, op.errCode = op.chunks[:0], 0, false, 0
 	if part == nil {
 		op.errCode = kerr.NotLeaderForPartition.Code
 		return 0, true
@@ -196,7 +197,7 @@ func readPartition(part *partition, in fetchPartIn, op *fetchPartOut, budget int
 	if isolation == 1 {
 		maxOffset = op.lso
 	}
-	res, err := part.log.Read(in.offset, limit, maxOffset, first)
+	res, err := part.log.ReadInto(op.chunks, in.offset, limit, maxOffset, first)
 	if err != nil {
 		op.errCode = errCode(err)
 		if errors.Is(err, nvme.ErrOffsetOutOfRange) {

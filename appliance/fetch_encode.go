@@ -35,9 +35,31 @@ type fetchTopicOut struct {
 // the FetchResponse schema; flexible encoding (compact arrays, uvarint
 // lengths, tagged fields) from v12.
 func encodeFetchResponse(version int16, errCode int16, sessionID int32, topics []fetchTopicOut) *rawResponse {
+	var e fetchEncoder
+	return e.encode(version, errCode, sessionID, topics)
+}
+
+// fetchEncoder encodes fetch responses into storage it keeps: the returned
+// rawResponse and the bytes its parts point into are valid until the next
+// encode (or until detachBuf, after which encode starts a new buffer).
+type fetchEncoder struct {
+	raw   rawResponse
+	buf   []byte
+	spans []int // per byte part: its index in raw.parts, then its end in buf
+}
+
+// detachBuf gives the current buffer away (a transport sends it in place).
+func (e *fetchEncoder) detachBuf() { e.buf = nil }
+
+// encode is encodeFetchResponse into e's storage. The header bytes of all
+// parts go into one buffer; parts point into it once it stops growing.
+func (e *fetchEncoder) encode(version int16, errCode int16, sessionID int32, topics []fetchTopicOut) *rawResponse {
 	flex := version >= 12
-	out := &rawResponse{flexible: flex}
-	buf := make([]byte, 0, 256)
+	out := &e.raw
+	out.flexible = flex
+	out.parts = out.parts[:0]
+	e.spans = e.spans[:0]
+	buf := e.buf[:0]
 	buf = binary.BigEndian.AppendUint32(buf, 0) // throttle_time_ms (v1+)
 	if version >= 7 {
 		buf = binary.BigEndian.AppendUint16(buf, uint16(errCode))
@@ -91,11 +113,11 @@ func encodeFetchResponse(version int16, errCode int16, sessionID int32, topics [
 				buf = binary.BigEndian.AppendUint32(buf, uint32(p.bytes))
 			}
 			if p.hasRecords && p.bytes > 0 {
-				out.parts = append(out.parts, respPart{b: buf})
+				e.spans = append(e.spans, len(out.parts), len(buf))
+				out.parts = append(out.parts, respPart{})
 				for _, c := range p.chunks {
 					out.parts = append(out.parts, respPart{chunk: c})
 				}
-				buf = make([]byte, 0, 128)
 			}
 			if flex {
 				if p.diverging {
@@ -112,7 +134,15 @@ func encodeFetchResponse(version int16, errCode int16, sessionID int32, topics [
 	if flex {
 		buf = append(buf, 0) // response tags
 	}
-	out.parts = append(out.parts, respPart{b: buf})
+	e.spans = append(e.spans, len(out.parts), len(buf))
+	out.parts = append(out.parts, respPart{})
+	lo := 0
+	for i := 0; i < len(e.spans); i += 2 {
+		hi := e.spans[i+1]
+		out.parts[e.spans[i]].b = buf[lo:hi:hi]
+		lo = hi
+	}
+	e.buf = buf
 	return out
 }
 

@@ -25,8 +25,9 @@ func handleFindCoordinator(b *Broker, r *request) any {
 		c := kmsg.NewFindCoordinatorResponseCoordinator()
 		c.Key = key
 		c.NodeID, c.Port = -1, -1
-		var err *kerr.Error
+		err := b.findCoordinatorDenied(r, req.CoordinatorType, key)
 		switch {
+		case err != nil:
 		case req.CoordinatorType == 0 && !b.groupsReady():
 			err = kerr.CoordinatorNotAvailable
 		case req.CoordinatorType == 0:

@@ -22,6 +22,10 @@ func handleHeartbeat(b *Broker, r *request) any {
 	if req.InstanceID != nil {
 		instance = *req.InstanceID
 	}
+	if b.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp
+	}
 	ch := b.groupAsk(req.Group, func(m *groupManager, reply func(any)) {
 		reply(m.heartbeat(req.Group, req.MemberID, instance, req.Generation))
 	})

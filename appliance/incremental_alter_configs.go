@@ -47,7 +47,7 @@ func handleIncrementalAlterConfigs(b *Broker, r *request) any {
 			var err error
 			if seen[configResource{rr.ResourceType, rr.ResourceName}] > 1 {
 				err = fmt.Errorf("%w: each resource must appear at most once", kerr.InvalidRequest)
-			} else {
+			} else if err = b.configResourceAuthzErr(r, kmsg.ACLOperationAlterConfigs, rr.ResourceType, rr.ResourceName); err == nil {
 				err = b.incrementalAlterResource(rr, req.ValidateOnly)
 			}
 			res.ErrorCode = errCode(err)

@@ -59,6 +59,10 @@ func handleInitProducerID(b *Broker, r *request) any {
 	return deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 		resp.ProducerID, resp.ProducerEpoch = -1, -1
+		if code := b.initProducerIDDenied(r, req); code != 0 {
+			resp.ErrorCode = code
+			return resp
+		}
 		if req.TransactionalID != nil && *req.TransactionalID != "" {
 			if b.txnInit == nil {
 				resp.ErrorCode = kerr.CoordinatorNotAvailable.Code

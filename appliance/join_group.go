@@ -64,6 +64,9 @@ func handleJoinGroup(b *Broker, r *request) any {
 		}
 		return resp
 	}
+	if b.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
+		return fill(joinError(kerr.GroupAuthorizationFailed, req.MemberID))
+	}
 	ch := b.groupAsk(req.Group, func(m *groupManager, reply func(any)) {
 		m.join(a, func(res joinResult) { reply(res) })
 	})

@@ -56,6 +56,9 @@ func handleLeaveGroup(b *Broker, r *request) any {
 		}
 		return resp
 	}
+	if b.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
+		return fill(leaveAnswer{top: kerr.GroupAuthorizationFailed})
+	}
 	ch := b.groupAsk(req.Group, func(m *groupManager, reply func(any)) {
 		top, per := m.leave(req.Group, members)
 		reply(leaveAnswer{top, per})

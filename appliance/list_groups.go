@@ -57,7 +57,11 @@ func handleListGroups(b *Broker, r *request) any {
 			}
 		}
 		sort.Slice(all, func(i, j int) bool { return all[i].id < all[j].id })
+		visible := b.listGroupsFilter(r) // authorizer_checks.go
 		for _, g := range all {
+			if !visible(g.id) {
+				continue
+			}
 			if r.version >= 4 && !match(req.StatesFilter, g.state) {
 				continue
 			}

@@ -33,7 +33,9 @@ func handleListOffsets(b *Broker, r *request) any {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.Offset, rp.Timestamp, rp.LeaderEpoch = -1, -1, -1
-			if topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions) {
+			if b.topicDenied(r, kmsg.ACLOperationDescribe, t.Topic) {
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			} else if topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions) {
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			}
 			rt.Partitions = append(rt.Partitions, rp)

@@ -5,9 +5,14 @@ package appliance
 // A single node never moves replicas (alter_partition_reassignments.go
 // answers every reassignment at once, as a no-op), so no reassignment is
 // ever in progress: the answer lists no topics, for named topics and for
-// a null list (all) alike, as Kafka's does when none is ongoing.
+// a null list (all) alike, as Kafka's does when none is ongoing. With the
+// authorizer on, the principal needs DESCRIBE on the cluster
+// (CLUSTER_AUTHORIZATION_FAILED, 31).
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 func init() {
 	register(apiDef{key: 46, min: 0, max: 0, handle: handleListPartitionReassignments})
@@ -15,5 +20,9 @@ func init() {
 
 func handleListPartitionReassignments(b *Broker, r *request) any {
 	req := r.req.(*kmsg.ListPartitionReassignmentsRequest)
-	return req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+	if !b.authorizeCluster(r, kmsg.ACLOperationDescribe) { // authorizer.go
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+	}
+	return resp
 }

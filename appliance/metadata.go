@@ -29,7 +29,7 @@ func handleMetadata(b *Broker, r *request) any {
 	autoCreate := b.cfg.AutoCreateTopics && (r.version < 4 || req.AllowAutoTopicCreation)
 	if autoCreate && req.Topics != nil {
 		for _, t := range req.Topics {
-			if t.Topic != nil && im.Topics[*t.Topic] == nil && validTopicName(*t.Topic) == nil {
+			if t.Topic != nil && im.Topics[*t.Topic] == nil && validTopicName(*t.Topic) == nil && !b.metadataTopicDenied(r, req, *t.Topic, false) {
 				needsCreate = true
 			}
 		}
@@ -40,7 +40,7 @@ func handleMetadata(b *Broker, r *request) any {
 	return deferred(func() any {
 		created := map[string]error{}
 		for _, t := range req.Topics {
-			if t.Topic == nil || validTopicName(*t.Topic) != nil {
+			if t.Topic == nil || validTopicName(*t.Topic) != nil || b.metadataTopicDenied(r, req, *t.Topic, false) {
 				continue
 			}
 			if b.currentImage().Topics[*t.Topic] != nil {
@@ -73,7 +73,7 @@ func buildMetadata(b *Broker, r *request, req *kmsg.MetadataRequest, createErrs 
 	all := req.Topics == nil || (r.version == 0 && len(req.Topics) == 0)
 	if all {
 		for _, name := range im.SortedTopicNames() {
-			if name == metadataTopic {
+			if name == metadataTopic || b.topicDenied(r, kmsg.ACLOperationDescribe, name) {
 				continue
 			}
 			resp.Topics = append(resp.Topics, metadataTopicResp(b, r.version, im.Topics[name]))
@@ -97,6 +97,18 @@ func buildMetadata(b *Broker, r *request, req *kmsg.MetadataRequest, createErrs 
 				resp.Topics = append(resp.Topics, mt)
 				continue
 			}
+		}
+		if n := name; t != nil && b.metadataTopicDenied(r, req, t.Name, true) || t == nil && b.metadataTopicDenied(r, req, n, false) {
+			mt := kmsg.NewMetadataResponseTopic()
+			if rt.Topic != nil {
+				mt.Topic = &n
+			} else {
+				mt.TopicID = rt.TopicID
+			}
+			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			mt.AuthorizedOperations = -2147483648
+			resp.Topics = append(resp.Topics, mt)
+			continue
 		}
 		if t == nil || createErrs[name] != nil {
 			mt := kmsg.NewMetadataResponseTopic()

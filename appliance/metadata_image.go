@@ -35,6 +35,15 @@ type MetadataRecord struct {
 	Config      *ConfigRecord      `json:"config,omitempty"`
 	RemoveTopic *RemoveTopicRecord `json:"removeTopic,omitempty"`
 	ProducerIDs *ProducerIDsRecord `json:"producerIds,omitempty"`
+	// ACL and RemoveACL add and remove ACL bindings (acl.go).
+	ACL       *AccessControlEntryRecord       `json:"acl,omitempty"`
+	RemoveACL *RemoveAccessControlEntryRecord `json:"removeAcl,omitempty"`
+	// ClientQuota sets or removes a client quota (quota.go).
+	ClientQuota *ClientQuotaRecord `json:"clientQuota,omitempty"`
+	// UserScramCredential and RemoveUserScramCredential store and delete
+	// SCRAM credentials (scram.go).
+	UserScramCredential       *UserScramCredentialRecord       `json:"userScramCredential,omitempty"`
+	RemoveUserScramCredential *RemoveUserScramCredentialRecord `json:"removeUserScramCredential,omitempty"`
 }
 
 // ProducerIDsRecord hands a block of producer ids to a broker (KRaft's
@@ -105,6 +114,12 @@ type Image struct {
 	Brokers    map[string]map[string]string // broker config overrides by node id
 	// NextProducerID is the first producer id not yet handed out in a block.
 	NextProducerID int64
+	// ACLs is the set of ACL bindings (acl.go); nil when there are none.
+	ACLs *ACLSet
+
+	clientQuotas map[quotaEntity]map[string]float64  // client quota values by entity (quota.go)
+	quotaKinds   uint8                               // quotaKind*Bit: enforced keys set on any entity
+	scram        map[string]map[int8]ScramCredential // SCRAM credentials by user and mechanism (scram.go)
 }
 
 func emptyImage() *Image {
@@ -131,7 +146,13 @@ func (im *Image) Apply(offset int64, recs []MetadataRecord) (*Image, error) {
 		Brokers:    im.Brokers,
 
 		NextProducerID: im.NextProducerID,
+		ACLs:           im.ACLs,
+
+		clientQuotas: im.clientQuotas,
+		quotaKinds:   im.quotaKinds,
+		scram:        im.scram,
 	}
+	var acls *aclBuilder // copied from im.ACLs on the first ACL record
 	for k, v := range im.Topics {
 		next.Topics[k] = v
 		next.TopicsByID[v.ID] = v
@@ -217,6 +238,21 @@ func (im *Image) Apply(offset int64, recs []MetadataRecord) (*Image, error) {
 				return nil, fmt.Errorf("cannot apply ProducerIdsRecord: next id %d below %d", r.ProducerIDs.NextProducerID, next.NextProducerID)
 			}
 			next.NextProducerID = r.ProducerIDs.NextProducerID
+		case r.ACL != nil || r.RemoveACL != nil:
+			if acls == nil {
+				acls = newACLBuilder(im.ACLs)
+			}
+			if err := acls.apply(r); err != nil {
+				return nil, err
+			}
+		case r.ClientQuota != nil:
+			if err := next.applyClientQuota(r.ClientQuota); err != nil {
+				return nil, err
+			}
+		case r.UserScramCredential != nil || r.RemoveUserScramCredential != nil:
+			if err := next.applyScram(r.UserScramCredential, r.RemoveUserScramCredential); err != nil {
+				return nil, err
+			}
 		case r.RemoveTopic != nil:
 			t, ok := next.TopicsByID[r.RemoveTopic.ID]
 			if !ok {
@@ -227,6 +263,9 @@ func (im *Image) Apply(offset int64, recs []MetadataRecord) (*Image, error) {
 		default:
 			return nil, fmt.Errorf("cannot apply an empty metadata record")
 		}
+	}
+	if acls != nil {
+		next.ACLs = acls.build()
 	}
 	return next, nil
 }

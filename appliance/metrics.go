@@ -27,6 +27,8 @@ package appliance
 //	ringbroker_network_connections                open client connections
 //	ringbroker_group_count{state}                 classic groups by state (GroupMetadataManager NumGroups*)
 //	ringbroker_group_offsets_count                committed offsets held (GroupMetadataManager NumOffsets)
+//	ringbroker_quota_throttle_time_seconds_total{type}  time Produce/Fetch responses were held by byte-rate quotas (ClientQuotaManager throttle-time, summed; quota_enforce.go)
+//	ringbroker_quota_throttled_requests_total{type}     requests throttled by byte-rate quotas
 //
 // Everything that lives on a shard (offsets, group state) is read at scrape
 // time with one Shard.Call per shard; counters bumped on the hot path are
@@ -420,6 +422,8 @@ func (m *brokerMetrics) startHTTP() {
 		m.b.log.Error("cannot listen on metrics.listener; serving without metrics", "metrics.listener", m.b.cfg.MetricsListener, "err", err)
 		return
 	}
+	// # HELP and # TYPE lines, so Prometheus types the histograms.
+	metrics.ExposeMetadata(true)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")

@@ -42,10 +42,15 @@ func handleOffsetCommit(b *Broker, r *request) any {
 		rt := kmsg.NewOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
 		topic := im.Topics[t.Topic]
+		groupDenied := b.groupDenied(r, kmsg.ACLOperationRead, req.Group)
 		for pi, p := range t.Partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
-			if topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions) {
+			if groupDenied {
+				rp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			} else if b.topicDenied(r, kmsg.ACLOperationRead, t.Topic) {
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			} else if topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions) {
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
 				it := offsetCommitItem{topic: t.Topic, partition: p.Partition, offset: p.Offset, leaderEpoch: -1, expireTime: -1}

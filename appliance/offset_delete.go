@@ -47,6 +47,11 @@ func handleOffsetDelete(b *Broker, r *request) any {
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	if b.groupDenied(r, kmsg.ACLOperationDelete, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		resp.Topics = nil
+		return resp
+	}
 	ch := b.groupAsk(req.Group, func(m *groupManager, reply func(any)) {
 		m.deleteOffsets(req.Group, tps, func(top *kerr.Error, per []*kerr.Error) { reply(offsetDeleteAnswer{top, per}) })
 	})

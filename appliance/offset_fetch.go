@@ -66,6 +66,9 @@ func handleOffsetFetch(b *Broker, r *request) any {
 					topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
 				}
 			}
+			if b.groupDenied(r, kmsg.ACLOperationDescribe, g.Group) {
+				continue // answered GROUP_AUTHORIZATION_FAILED below
+			}
 			chans[i] = b.askOffsets(g.Group, topics, order, req.RequireStable)
 		}
 		return deferred(func() any {
@@ -73,6 +76,11 @@ func handleOffsetFetch(b *Broker, r *request) any {
 				ans := waitOffsets(b, chans[i])
 				rg := kmsg.NewOffsetFetchResponseGroup()
 				rg.Group = g.Group
+				if chans[i] == nil && b.groupDenied(r, kmsg.ACLOperationDescribe, g.Group) {
+					rg.ErrorCode = kerr.GroupAuthorizationFailed.Code
+					resp.Groups = append(resp.Groups, rg)
+					continue
+				}
 				if ans.err != nil {
 					rg.ErrorCode = ans.err.Code
 				}
@@ -105,6 +113,9 @@ func handleOffsetFetch(b *Broker, r *request) any {
 			}
 			topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
 		}
+	}
+	if b.groupDenied(r, kmsg.ACLOperationDescribe, req.Group) {
+		return offsetFetchGroupDenied(req, resp) // authorizer_checks.go
 	}
 	ch := b.askOffsets(req.Group, topics, order, r.version >= 7 && req.RequireStable)
 	return deferred(func() any {

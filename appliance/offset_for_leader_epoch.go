@@ -51,7 +51,9 @@ func handleOffsetForLeaderEpoch(b *Broker, r *request) any {
 				rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 				rp.Partition = p.Partition
 				rp.LeaderEpoch, rp.EndOffset = -1, -1
-				if topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions) {
+				if b.topicDenied(r, kmsg.ACLOperationDescribe, t.Topic) {
+					rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				} else if topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions) {
 					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				} else {
 					ch := make(chan epochEndResult, 1)

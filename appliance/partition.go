@@ -135,6 +135,13 @@ type produceResult struct {
 // once for acks 0/1, after fdatasync for acks=-1. done may run on the
 // group-commit goroutine.
 func (p *partition) append(records []byte, acks int16, done func(produceResult)) {
+	p.appendFor(records, acks, done, nil)
+}
+
+// appendFor is append for a produce's partition wait w (produce_wait.go),
+// whose done is w.doneFn: with acks=-1 the fdatasync answers through w's
+// reused callback, so the append allocates nothing.
+func (p *partition) appendFor(records []byte, acks int16, done func(produceResult), w *produceWait) {
 	if p.offline != nil {
 		done(produceResult{err: fmt.Errorf("%w: %v", kerr.KafkaStorageError, p.offline), baseOffset: -1, logAppendTime: -1, logStartOffset: -1})
 		return
@@ -168,12 +175,17 @@ func (p *partition) append(records []byte, acks int16, done func(produceResult))
 	p.lastFlush = time.Now()
 	flushStart := p.lastFlush
 	f, _ := p.log.SyncTarget()
+	if w != nil && acks == -1 {
+		w.part, w.flushStart, w.synced = p, flushStart, res
+		p.st.committer.Sync(f, w.syncFn)
+		return
+	}
 	p.st.committer.Sync(f, func(err error) {
 		p.b.metrics.flushed(flushStart)
 		if err != nil {
-			p.st.loop.Post(func() { p.goOffline(err) })
+			p.syncFailed(err)
 			if acks == -1 {
-				done(produceResult{err: fmt.Errorf("%w: fdatasync: %v", kerr.KafkaStorageError, err), baseOffset: -1, logAppendTime: -1, logStartOffset: -1})
+				done(syncFailedResult(err))
 			}
 			return
 		}
@@ -184,6 +196,17 @@ func (p *partition) append(records []byte, acks int16, done func(produceResult))
 	if acks != -1 {
 		done(res)
 	}
+}
+
+// syncFailed takes the partition offline after a failed fdatasync (any
+// goroutine).
+func (p *partition) syncFailed(err error) {
+	p.st.loop.Post(func() { p.goOffline(err) })
+}
+
+// syncFailedResult is the answer to an acks=-1 append whose fdatasync failed.
+func syncFailedResult(err error) produceResult {
+	return produceResult{err: fmt.Errorf("%w: fdatasync: %v", kerr.KafkaStorageError, err), baseOffset: -1, logAppendTime: -1, logStartOffset: -1}
 }
 
 // goOffline takes the partition offline after an I/O error, as Kafka takes

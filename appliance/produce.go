@@ -18,6 +18,7 @@ package appliance
 
 import (
 	"encoding/binary"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -47,35 +48,28 @@ func produceUnsupported(r *request) any {
 		resp.Topics = append(resp.Topics, rt)
 	}
 	if req.Acks == 0 {
-		return nil
+		return closeConn{reason: "acks=0 produce with an unsupported version (message format v0/v1)"}
 	}
 	return resp
 }
 
-type produceWait struct {
-	ti, pi int
-	ch     chan produceResult
-}
-
 func handleProduce(b *Broker, r *request) any {
 	req := r.req.(*kmsg.ProduceRequest)
-	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	ps := &r.rs.produce
+	ps.reset(b, req.Acks)
 	im := b.currentImage()
-	var waits []produceWait
 	var txnItems []txnProduceItem
 	badAcks := req.Acks != 0 && req.Acks != 1 && req.Acks != -1
 	txn := req.TransactionID != nil && *req.TransactionID != ""
 	for ti, t := range req.Topics {
-		rt := kmsg.NewProduceResponseTopic()
-		rt.Topic = t.Topic
+		rt := ps.addTopic(t.Topic)
 		topic := im.Topics[t.Topic]
+		denied := b.produceDenied(r, req, t.Topic) // authorizer_checks.go
 		for pi, p := range t.Partitions {
-			rp := kmsg.NewProduceResponseTopicPartition()
-			rp.Partition = p.Partition
-			rp.BaseOffset = -1
-			rp.LogAppendTime = -1
-			rp.LogStartOffset = -1
+			rp := addProducePartition(rt, p.Partition)
 			switch {
+			case denied != 0:
+				rp.ErrorCode = denied
 			case badAcks:
 				rp.ErrorCode = kerr.InvalidRequiredAcks.Code
 			case topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions):
@@ -91,68 +85,60 @@ func handleProduce(b *Broker, r *request) any {
 					rp.ErrorMessage = &msg
 				}
 			default:
-				ch := make(chan produceResult, 1)
-				records, acks := p.Records, req.Acks
-				post := func() {
-					b.withPartition(topic, p.Partition, func(part *partition) {
-						if part == nil {
-							ch <- produceResult{err: kerr.NotLeaderForPartition, baseOffset: -1, logAppendTime: -1, logStartOffset: -1}
-							return
-						}
-						part.append(records, acks, func(res produceResult) { ch <- res })
-					})
-				}
+				// The append is posted to the owner shard below, once
+				// every wait is counted (produce_wait.go).
+				w := ps.addWait(ti, pi, b.shardFor(topic.Partitions[p.Partition]), tpKey{topic.ID, p.Partition}, p.Records)
 				if txn {
-					txnItems = append(txnItems, txnProduceItem{tp: txnTP{t.Topic, p.Partition}, records: records, ch: ch, post: post})
-				} else {
-					post()
+					txnItems = append(txnItems, txnProduceItem{tp: txnTP{t.Topic, p.Partition}, records: p.Records, w: w})
 				}
-				waits = append(waits, produceWait{ti, pi, ch})
 			}
-			rt.Partitions = append(rt.Partitions, rp)
 		}
-		resp.Topics = append(resp.Topics, rt)
 	}
+	var throttle time.Duration // producer_byte_rate (quota_enforce.go)
+	if im.quotaKinds != 0 {
+		throttle = b.produceQuota(im, r, req)
+	}
+	if ps.n == 0 && throttle == 0 {
+		if req.Acks == 0 {
+			if reason := acks0Failure(&ps.resp); reason != "" {
+				return closeConn{reason: reason}
+			}
+			return nil
+		}
+		return &ps.resp
+	}
+	ps.throttle = throttle
+	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
+	if timeout <= 0 || req.Acks != -1 {
+		timeout = 30 * time.Second
+	}
+	ps.start(timeout)
 	if len(txnItems) > 0 {
 		b.txnProduce(*req.TransactionID, txnItems)
-	}
-	if len(waits) == 0 {
-		if req.Acks == 0 {
-			return nil
+	} else {
+		for _, w := range ps.waits[:ps.n] {
+			w.st.loop.Post(w.postFn)
 		}
-		return resp
 	}
-	return deferred(func() any {
-		defer b.metrics.enterProducePurgatory(req.Acks)()
-		timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
-		if timeout <= 0 || req.Acks != -1 {
-			timeout = 30 * time.Second
-		}
-		timer := time.NewTimer(timeout)
-		defer timer.Stop()
-		for _, w := range waits {
-			rp := &resp.Topics[w.ti].Partitions[w.pi]
-			select {
-			case res := <-w.ch:
-				rp.ErrorCode = errCode(res.err)
-				rp.BaseOffset = res.baseOffset
-				rp.LogAppendTime = res.logAppendTime
-				rp.LogStartOffset = res.logStartOffset
-				if res.err != nil && r.version >= 8 {
-					msg := res.err.Error()
-					rp.ErrorMessage = &msg
-				}
-			case <-timer.C:
-				rp.ErrorCode = kerr.RequestTimedOut.Code
-				// Every remaining wait times out too.
-				timer.Reset(0)
+	if ps.n == 0 {
+		ps.finish() // throttled, nothing to wait for
+	}
+	return answerLater{}
+}
+
+// acks0Failure describes the first failed partition of a produce response,
+// or "" when all succeeded. An acks=0 producer gets no answer, so, as
+// Kafka does, the broker closes its connection instead: the client sees
+// the failure, refreshes its metadata and retries or reports it.
+func acks0Failure(resp *kmsg.ProduceResponse) string {
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				return "acks=0 produce to " + t.Topic + "-" + strconv.Itoa(int(p.Partition)) + " failed: " + kerr.ErrorForCode(p.ErrorCode).Error()
 			}
 		}
-		if req.Acks == 0 {
-			return nil
-		}
-		return resp
-	})
+	}
+	return ""
 }
 
 // isInternalTopic reports the topics clients may not produce to directly.

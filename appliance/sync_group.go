@@ -43,6 +43,9 @@ func handleSyncGroup(b *Broker, r *request) any {
 		}
 		return resp
 	}
+	if b.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
+		return fill(syncResult{err: kerr.GroupAuthorizationFailed})
+	}
 	ch := b.groupAsk(req.Group, func(m *groupManager, reply func(any)) {
 		m.sync(a, func(res syncResult) { reply(res) })
 	})

@@ -37,10 +37,15 @@ func handleTxnOffsetCommit(b *Broker, r *request) any {
 		rt := kmsg.NewTxnOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
 		topic := im.Topics[t.Topic]
+		denied := b.txnOffsetCommitDenied(r, req)
 		for pi, p := range t.Partitions {
 			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
-			if topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions) {
+			if denied != 0 {
+				rp.ErrorCode = denied
+			} else if b.topicDenied(r, kmsg.ACLOperationRead, t.Topic) {
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			} else if topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions) {
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
 				it := offsetCommitItem{topic: t.Topic, partition: p.Partition, offset: p.Offset, leaderEpoch: -1, expireTime: -1}

@@ -18,13 +18,12 @@ import (
 type txnProduceItem struct {
 	tp      txnTP
 	records []byte
-	ch      chan produceResult
-	post    func() // appends records on the owner shard, answering on ch
+	w       *produceWait // posts the append to the owner shard and takes its answer
 }
 
 func (b *Broker) txnProduce(tid string, items []txnProduceItem) {
 	fail := func(it txnProduceItem, err error) {
-		it.ch <- produceResult{err: err, baseOffset: -1, logAppendTime: -1, logStartOffset: -1}
+		it.w.done(produceResult{err: err, baseOffset: -1, logAppendTime: -1, logStartOffset: -1})
 	}
 	type check struct {
 		i     int
@@ -59,7 +58,7 @@ func (b *Broker) txnProduce(tid string, items []txnProduceItem) {
 				fail(it, err)
 				continue
 			}
-			it.post()
+			it.w.st.loop.Post(it.w.postFn)
 		}
 	})
 	if ch == nil {

@@ -113,6 +113,7 @@ type SegmentInfo struct {
 //	func Open(dir string, opts Options) (*Log, error)
 //	func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error)
 //	func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (ReadResult, error)
+//	func (l *Log) ReadInto(dst []Chunk, offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (ReadResult, error)
 //	func (l *Log) LogStartOffset() int64
 //	func (l *Log) LogEndOffset() int64
 //	func (l *Log) Size() int64

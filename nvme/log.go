@@ -330,7 +330,13 @@ func (l *Log) roll(nowMs int64) error {
 // ErrLogClosed; ErrCorruptMessage (wrapped) when a stored batch header is
 // inconsistent with its segment.
 func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (ReadResult, error) {
-	var res ReadResult
+	return l.ReadInto(nil, offset, maxBytes, maxOffset, minOneBatch)
+}
+
+// ReadInto is Read that appends the chunks to dst[:0], so a caller that
+// keeps dst between reads allocates nothing (the fetch path).
+func (l *Log) ReadInto(dst []Chunk, offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (ReadResult, error) {
+	res := ReadResult{Chunks: dst[:0]}
 	if err := l.usable(); err != nil {
 		return res, err
 	}

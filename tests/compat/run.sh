@@ -137,7 +137,8 @@ if want kafkago; then
 	(cd "$KAFKAGO" && GOFLAGS=-mod=mod $GO test -c -o "$WORK/kafkago.test" . &&
 		GOFLAGS=-mod=mod $GO test -count=1 -run '^$' ./... >/dev/null)
 	# The tests dial localhost:9092 and expect node 1, auto-create on, and
-	# Kafka's docker settings (message.max.bytes 200000000).
+	# Kafka's docker settings (message.max.bytes 200000000, the ACL authorizer
+	# with allow.everyone.if.no.acl.found=true).
 	# log.cleaner.min.cleanable.ratio=0.01: TestReaderReadCompactedMessage
 	# assumes the cleaner's first pass comes after its ~460 writes. A pass that
 	# lands mid-write (the 15 s cleaner tick is not aligned with the test)
@@ -151,7 +152,8 @@ if want kafkago; then
 	"\$WORK/ringbroker" "$ROOT/config/server.properties" --override listeners=PLAINTEXT://127.0.0.1:9092 \
 		--override advertised.listeners=PLAINTEXT://localhost:9092 --override log.dirs=\$WORK/kafkago-data \
 		--override metrics.listener=none --override node.id=1 --override auto.create.topics.enable=true \
-		--override message.max.bytes=200000000 --override log.cleaner.min.cleanable.ratio=0.01 >\$OUT/kafkago-broker.log 2>&1 &
+		--override message.max.bytes=200000000 --override log.cleaner.min.cleanable.ratio=0.01 \
+		--override authorizer.class.name=kafka.security.authorizer.AclAuthorizer --override allow.everyone.if.no.acl.found=true >\$OUT/kafkago-broker.log 2>&1 &
 	BP=\$!
 	for _ in \$(seq 100); do (echo >/dev/tcp/127.0.0.1/9092) 2>/dev/null && break; sleep 0.1; done
 	export KAFKA_VERSION=3.7.0 KAFKA_SKIP_NETTEST=1 GOFLAGS=-mod=mod GOPROXY=off

@@ -34,6 +34,10 @@ func scrape(t *testing.T, url string) map[string]float64 {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
+		if strings.HasPrefix(line, "# TYPE ") {
+			out[line] = 1 // "# TYPE name kind" lines, for the type checks
+			continue
+		}
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
@@ -98,6 +102,11 @@ func TestMetricsUnderLoad(t *testing.T) {
 	consumeN(t, ctx, consumer, n, 60*time.Second)
 
 	after := scrape(t, base+"/metrics")
+	for _, typ := range []string{"ringbroker_request_duration_seconds histogram", "ringbroker_log_flush_duration_seconds histogram"} {
+		if after["# TYPE "+typ] != 1 {
+			t.Errorf("/metrics has no \"# TYPE %s\" line", typ)
+		}
+	}
 	delta := func(name string) float64 { return after[name] - before[name] }
 
 	if got := delta(`ringbroker_topic_messages_in_total{topic="load"}`); got != n {

@@ -1,0 +1,245 @@
+package appliance
+
+// Allocation tests and benchmarks of the produce and fetch request path.
+// A raw TCP client sends prepared request frames to a broker started in
+// this process and reads the answers into a reused buffer, so what is
+// measured is the engine's read, the frame decode, the dispatch, the
+// handler, the owner shard, the response encode and the engine's write:
+// the path a real connection takes, on whichever engine io.engine picks
+// (RB_ENGINE overrides, as in the integration tests). testing.AllocsPerRun
+// counts every allocation in the process, the broker's goroutines included;
+// its integer division leaves out background work that allocates less than
+// once per request (tickers, metrics).
+
+import (
+	"encoding/binary"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// rawClient speaks Kafka frames over one TCP connection without allocating
+// per round trip.
+type rawClient struct {
+	tb testing.TB
+	nc net.Conn
+	in []byte
+	sz [4]byte // a field: a local would escape through io.ReadFull
+}
+
+// frameOf encodes req as a request frame (size prefix included).
+func frameOf(req kmsg.Request, version int16, corrID int32) []byte {
+	req.SetVersion(version)
+	f := []byte{0, 0, 0, 0}
+	f = binary.BigEndian.AppendUint16(f, uint16(req.Key()))
+	f = binary.BigEndian.AppendUint16(f, uint16(version))
+	f = binary.BigEndian.AppendUint32(f, uint32(corrID))
+	f = binary.BigEndian.AppendUint16(f, uint16(len("alloc-test")))
+	f = append(f, "alloc-test"...)
+	if req.IsFlexible() {
+		f = append(f, 0)
+	}
+	f = req.AppendTo(f)
+	binary.BigEndian.PutUint32(f, uint32(len(f)-4))
+	return f
+}
+
+// roundTrip sends frame and returns the response body after the
+// correlation id (and header tags when flexible).
+func (c *rawClient) roundTrip(frame []byte, flexible bool) []byte {
+	if _, err := c.nc.Write(frame); err != nil {
+		c.tb.Fatal(err)
+	}
+	if _, err := io.ReadFull(c.nc, c.sz[:]); err != nil {
+		c.tb.Fatal(err)
+	}
+	n := int(binary.BigEndian.Uint32(c.sz[:]))
+	if cap(c.in) < n {
+		c.in = make([]byte, n)
+	}
+	c.in = c.in[:n]
+	if _, err := io.ReadFull(c.nc, c.in); err != nil {
+		c.tb.Fatal(err)
+	}
+	body := c.in[4:]
+	if flexible {
+		body = body[1:]
+	}
+	return body
+}
+
+// allocFixture is a broker with one topic "a" (one partition) holding
+// some batches, and the frames of a produce and a fetch request to it.
+type allocFixture struct {
+	b       *Broker
+	c       *rawClient
+	produce []byte // acks=1
+	prodAll []byte // acks=-1
+	fetch   []byte
+}
+
+func newAllocFixture(tb testing.TB) *allocFixture {
+	p := map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": tb.TempDir(), "shards": "2",
+		"offsets.topic.num.partitions": "1", "transaction.state.log.num.partitions": "1", "metrics.listener": "none", "log.cleaner.enable": "false"}
+	if e := os.Getenv("RB_ENGINE"); e != "" {
+		p["io.engine"] = e
+	}
+	cfg, err := ConfigFromProperties(p)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { b.Close() })
+	nc, err := net.Dial("tcp", b.Addr().String())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { nc.Close() })
+	f := &allocFixture{b: b, c: &rawClient{tb: tb, nc: nc}}
+
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	t := kmsg.NewCreateTopicsRequestTopic()
+	t.Topic, t.NumPartitions, t.ReplicationFactor = "a", 1, 1
+	ct.Topics = append(ct.Topics, t)
+	ct.TimeoutMillis = 10000
+	ctResp := kmsg.NewPtrCreateTopicsResponse()
+	ctResp.SetVersion(7)
+	if err := ctResp.ReadFrom(f.c.roundTrip(frameOf(ct, 7, 1), true)); err != nil || ctResp.Topics[0].ErrorCode != 0 {
+		tb.Fatalf("create topic: %v %+v", err, ctResp.Topics)
+	}
+
+	batch := appendBatch(nil, time.Now().UnixMilli(), 0, -1, -1, -1, []kmsg.Record{{Value: make([]byte, 100)}})
+	pr := kmsg.NewPtrProduceRequest()
+	pr.Acks, pr.TimeoutMillis = 1, 30000
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = "a"
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Records = batch
+	pt.Partitions = append(pt.Partitions, pp)
+	pr.Topics = append(pr.Topics, pt)
+	f.produce = frameOf(pr, 9, 2)
+	pr.Acks = -1
+	f.prodAll = frameOf(pr, 9, 3)
+
+	fr := kmsg.NewPtrFetchRequest()
+	fr.MaxWaitMillis, fr.MinBytes, fr.MaxBytes = 500, 1, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "a"
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.FetchOffset, fp.PartitionMaxBytes = 0, 16<<10
+	ft.Partitions = append(ft.Partitions, fp)
+	fr.Topics = append(fr.Topics, ft)
+	f.fetch = frameOf(fr, 12, 4)
+
+	// The partition opens on its shard shortly after the topic exists:
+	// produce until it answers without error, then fill a few batches.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if code := f.produceCode(f.produce); code == 0 {
+			break
+		} else if time.Now().After(deadline) {
+			tb.Fatalf("produce keeps failing with error %d", code)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for i := 0; i < 200; i++ {
+		f.produceOne(f.produce)
+	}
+	return f
+}
+
+// produceCode sends a produce frame and returns the partition's error code.
+func (f *allocFixture) produceCode(frame []byte) int16 {
+	body := f.c.roundTrip(frame, true)
+	// topics: compact array (1 byte), name (1+1 bytes), partitions array
+	// (1 byte), partition int32, error int16.
+	if len(body) < 10 {
+		f.c.tb.Fatalf("short produce response %x", body)
+	}
+	return int16(binary.BigEndian.Uint16(body[8:]))
+}
+
+func (f *allocFixture) produceOne(frame []byte) {
+	if code := f.produceCode(frame); code != 0 {
+		f.c.tb.Fatalf("produce answered error %d", code)
+	}
+}
+
+// fetchOne sends the fetch and checks that records came back.
+func (f *allocFixture) fetchOne() {
+	body := f.c.roundTrip(f.fetch, true)
+	// throttle 4, error 2, session 4, topics 1, name 2, parts 1, partition 4, error 2.
+	if len(body) < 20 || binary.BigEndian.Uint16(body[18:]) != 0 {
+		f.c.tb.Fatalf("fetch failed: %x", body[:min(len(body), 64)])
+	}
+	if len(body) < 16<<10-100 {
+		f.c.tb.Fatalf("fetch returned %d bytes, want records", len(body))
+	}
+}
+
+func BenchmarkRequestPathProduceAcks1(b *testing.B) {
+	f := newAllocFixture(b)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(f.produce)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		f.produceOne(f.produce)
+	}
+}
+
+func BenchmarkRequestPathProduceAcksAll(b *testing.B) {
+	f := newAllocFixture(b)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(f.prodAll)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		f.produceOne(f.prodAll)
+	}
+}
+
+func BenchmarkRequestPathFetch(b *testing.B) {
+	f := newAllocFixture(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		f.fetchOne()
+	}
+}
+
+// TestRequestPathAllocs: in steady state a produce (acks=1, no fsync per
+// request: flush.messages and flush.ms are at their defaults) and a fetch
+// that returns records from the segment allocate nothing anywhere in the
+// process, from the engine's read of the frame to its write of the answer.
+func TestRequestPathAllocs(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("starts a broker; the race detector allocates")
+	}
+	f := newAllocFixture(t)
+	for i := 0; i < 200; i++ { // warm up: pools, buffers, slices at size
+		f.produceOne(f.produce)
+		f.fetchOne()
+	}
+	if n := testing.AllocsPerRun(500, func() { f.produceOne(f.produce) }); n != 0 {
+		t.Errorf("produce acks=1 allocates %.0f times per request, want 0", n)
+	}
+	if n := testing.AllocsPerRun(500, f.fetchOne); n != 0 {
+		t.Errorf("fetch allocates %.0f times per request, want 0", n)
+	}
+	for i := 0; i < 20; i++ {
+		f.produceOne(f.prodAll)
+	}
+	if n := testing.AllocsPerRun(100, func() { f.produceOne(f.prodAll) }); n != 0 {
+		t.Errorf("produce acks=all allocates %.0f times per request, want 0", n)
+	}
+}

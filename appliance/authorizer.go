@@ -1,0 +1,275 @@
+package appliance
+
+// The built-in authorizer: Kafka's StandardAuthorizer rules over the ACL
+// bindings in the metadata image (KIP-801; KIP-290 for prefixed patterns).
+//
+// authorizer.class.name empty turns it off: every operation is allowed and
+// the ACL APIs answer SECURITY_DISABLED (54). Naming Kafka's
+// org.apache.kafka.metadata.authorizer.StandardAuthorizer or
+// kafka.security.authorizer.AclAuthorizer turns it on; any other class is a
+// config error. When on, a request is allowed for a principal and host when:
+//  1. the principal is one of super.users; else
+//  2. no DENY binding matches (resource pattern covers the name, principal is
+//     the principal or User:*, host is the host or *, operation is the
+//     operation or ALL); and an ALLOW binding matches, where ALLOW READ,
+//     WRITE, DELETE or ALTER also allow DESCRIBE and ALLOW ALTER_CONFIGS
+//     allows DESCRIBE_CONFIGS; else
+//  3. no binding at all names the resource (any principal, host or
+//     operation) and allow.everyone.if.no.acl.found is true.
+//
+// Every connection's principal is User:ANONYMOUS today (PLAINTEXT only, no
+// SASL); conn.principal is the one place that says so.
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Authorizer class names that turn the built-in authorizer on.
+const (
+	standardAuthorizerClass = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+	aclAuthorizerClass      = "kafka.security.authorizer.AclAuthorizer"
+)
+
+// anonymousPrincipal is the principal of an unauthenticated connection.
+const anonymousPrincipal = "User:ANONYMOUS"
+
+// validateAuthorizerClass accepts "" (off) and Kafka's standard authorizers.
+func validateAuthorizerClass(name string) error {
+	switch name {
+	case "", standardAuthorizerClass, aclAuthorizerClass:
+		return nil
+	}
+	return fmt.Errorf("authorizer.class.name=%q is not supported: use %s or %s (the built-in ACL authorizer), or leave it empty",
+		name, standardAuthorizerClass, aclAuthorizerClass)
+}
+
+// parseSuperUsers splits super.users ("User:a;User:b") into principals.
+func parseSuperUsers(s string) ([]string, error) {
+	var out []string
+	for _, p := range strings.Split(s, ";") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if i := strings.IndexByte(p, ':'); i <= 0 || i == len(p)-1 {
+			return nil, fmt.Errorf("super.users entry %q is not a principal of the form Type:name", p)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// authorizer holds the settings of the built-in authorizer; the bindings
+// come from the image at each check. It is immutable.
+type authorizer struct {
+	superUsers    map[string]bool
+	allowEveryone bool
+}
+
+// newAuthorizer returns nil when cfg turns the authorizer off.
+func newAuthorizer(cfg Config) *authorizer {
+	if cfg.AuthorizerClassName == "" {
+		return nil
+	}
+	a := &authorizer{superUsers: map[string]bool{}, allowEveryone: cfg.AllowEveryoneIfNoACLFound}
+	for _, p := range cfg.SuperUsers {
+		a.superUsers[p] = true
+	}
+	return a
+}
+
+// aclImplies reports whether a binding for operation have grants or denies
+// op: ALL covers every operation; an ALLOW of READ, WRITE, DELETE or ALTER
+// also allows DESCRIBE, and ALLOW ALTER_CONFIGS allows DESCRIBE_CONFIGS.
+func aclImplies(have, perm int8, op kmsg.ACLOperation) bool {
+	if have == int8(op) || have == int8(aclOpAll) {
+		return true
+	}
+	if perm != int8(aclPermAllow) {
+		return false
+	}
+	switch op {
+	case kmsg.ACLOperationDescribe:
+		switch kmsg.ACLOperation(have) {
+		case kmsg.ACLOperationRead, kmsg.ACLOperationWrite, kmsg.ACLOperationDelete, kmsg.ACLOperationAlter:
+			return true
+		}
+	case kmsg.ACLOperationDescribeConfigs:
+		return have == int8(kmsg.ACLOperationAlterConfigs)
+	}
+	return false
+}
+
+// scan folds entries into the decision so far: deny when one matching entry
+// denies, allow when one allows.
+func scanACLEntries(es []aclEntry, principal, host string, op kmsg.ACLOperation, deny, allow *bool) {
+	for i := range es {
+		e := &es[i]
+		if e.principal != principal && e.principal != wildcardPrincipal {
+			continue
+		}
+		if e.host != host && e.host != aclWildcard {
+			continue
+		}
+		if !aclImplies(e.op, e.perm, op) {
+			continue
+		}
+		if e.perm == int8(aclPermDeny) {
+			*deny = true
+		} else {
+			*allow = true
+		}
+	}
+}
+
+// authorize decides whether principal ("Type:name") from host (an IP
+// address) may perform op on the resource of type rt named name, under the
+// bindings in acls. It does not allocate.
+func (a *authorizer) authorize(acls *ACLSet, principal, host string, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
+	if a.superUsers[principal] {
+		return true
+	}
+	if acls == nil || rt <= aclResAny || rt > aclResMaxCode {
+		return a.allowEveryone
+	}
+	ix := &acls.index[rt]
+	var deny, allow, found bool
+	if es, ok := ix.literal[name]; ok {
+		found = true
+		scanACLEntries(es, principal, host, op, &deny, &allow)
+	}
+	if name != aclWildcard {
+		if es, ok := ix.literal[aclWildcard]; ok {
+			found = true
+			scanACLEntries(es, principal, host, op, &deny, &allow)
+		}
+	}
+	for _, n := range ix.prefixLens {
+		if n > len(name) {
+			break
+		}
+		if es, ok := ix.prefixed[name[:n]]; ok {
+			found = true
+			scanACLEntries(es, principal, host, op, &deny, &allow)
+		}
+	}
+	switch {
+	case deny:
+		return false
+	case allow:
+		return true
+	case found:
+		return false
+	}
+	return a.allowEveryone
+}
+
+// authorizeAnyOfType is Kafka's authorizeByResourceType (KIP-679), used
+// where a request needs op on some resource of type rt (an idempotent
+// producer's InitProducerId needs WRITE on any topic): super users are
+// allowed; a matching DENY on the literal wildcard denies; a matching ALLOW
+// on a pattern that no matching DENY covers allows; with no binding on the
+// wildcard, allow.everyone.if.no.acl.found decides, as for a resource with
+// no ACLs.
+func (a *authorizer) authorizeAnyOfType(acls *ACLSet, principal, host string, op kmsg.ACLOperation, rt kmsg.ACLResourceType) bool {
+	if a.superUsers[principal] {
+		return true
+	}
+	if acls == nil || rt <= aclResAny || rt > aclResMaxCode {
+		return a.allowEveryone
+	}
+	ix := &acls.index[rt]
+	var deny, allow bool
+	scanACLEntries(ix.literal[aclWildcard], principal, host, op, &deny, &allow)
+	if deny {
+		return false
+	}
+	if allow {
+		return true
+	}
+	// An allowed pattern not denied by a broader or equal pattern.
+	denied := func(name string, prefixed bool) bool {
+		var d, al bool
+		if !prefixed {
+			scanACLEntries(ix.literal[name], principal, host, op, &d, &al)
+		}
+		for _, n := range ix.prefixLens {
+			if n > len(name) {
+				break
+			}
+			scanACLEntries(ix.prefixed[name[:n]], principal, host, op, &d, &al)
+		}
+		return d
+	}
+	for name, es := range ix.literal {
+		var d, al bool
+		scanACLEntries(es, principal, host, op, &d, &al)
+		if al && !denied(name, false) {
+			return true
+		}
+	}
+	for name, es := range ix.prefixed {
+		var d, al bool
+		scanACLEntries(es, principal, host, op, &d, &al)
+		if al && !denied(name, true) {
+			return true
+		}
+	}
+	_, wildcardNamed := ix.literal[aclWildcard]
+	return a.allowEveryone && !wildcardNamed
+}
+
+// principal is the connection's authenticated principal. With no SASL
+// listener every connection is User:ANONYMOUS; a SASL handshake will set it
+// here.
+func (c *conn) principal() string { return anonymousPrincipal }
+
+// peerHost is the IP address of the connection's peer, without the port, as
+// ACL hosts name it.
+func (c *conn) peerHost() string {
+	if c == nil {
+		return ""
+	}
+	h := c.remote
+	if i := strings.LastIndexByte(h, ':'); i >= 0 && strings.IndexByte(h[i+1:], ']') < 0 {
+		h = h[:i]
+	}
+	if len(h) >= 2 && h[0] == '[' && h[len(h)-1] == ']' {
+		h = h[1 : len(h)-1]
+	}
+	return h
+}
+
+// authorize reports whether the request's principal may perform op on the
+// named resource. With the authorizer off it is one branch and true.
+func (b *Broker) authorize(r *request, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
+	if b.authz == nil {
+		return true
+	}
+	principal, host := anonymousPrincipal, ""
+	if r != nil && r.c != nil {
+		principal, host = r.c.principal(), r.c.peerHost()
+	}
+	return b.authz.authorize(b.currentImage().ACLs, principal, host, op, rt, name)
+}
+
+// authorizeCluster is authorize on the CLUSTER resource.
+func (b *Broker) authorizeCluster(r *request, op kmsg.ACLOperation) bool {
+	return b.authorize(r, op, aclResCluster, clusterResourceName)
+}
+
+// authorizeAnyTopic reports whether the principal may perform op on some
+// topic (authorizeAnyOfType).
+func (b *Broker) authorizeAnyTopic(r *request, op kmsg.ACLOperation) bool {
+	if b.authz == nil {
+		return true
+	}
+	principal, host := anonymousPrincipal, ""
+	if r != nil && r.c != nil {
+		principal, host = r.c.principal(), r.c.peerHost()
+	}
+	return b.authz.authorizeAnyOfType(b.currentImage().ACLs, principal, host, op, aclResTopic)
+}

@@ -1,0 +1,269 @@
+package appliance
+
+// The authorization checks of the request handlers, in one place, with the
+// operations Kafka's KafkaApis checks for each API. Each handler calls one
+// of these where Kafka checks; with the authorizer off each is one branch.
+//
+//	Produce               WRITE on TRANSACTIONAL_ID (transactional), WRITE on TOPIC
+//	Fetch                 READ on TOPIC
+//	ListOffsets, OffsetForLeaderEpoch   DESCRIBE on TOPIC
+//	Metadata              DESCRIBE on TOPIC; auto-creation: CREATE on CLUSTER or TOPIC
+//	CreateTopics          CREATE on CLUSTER or TOPIC
+//	DeleteTopics          DELETE on TOPIC;  CreatePartitions: ALTER on TOPIC
+//	DescribeConfigs       DESCRIBE_CONFIGS on TOPIC or CLUSTER (brokers)
+//	(Incremental)AlterConfigs  ALTER_CONFIGS on TOPIC or CLUSTER (brokers)
+//	DeleteRecords         DELETE on TOPIC
+//	Join/Sync/Heartbeat/LeaveGroup, OffsetCommit   READ on GROUP (and READ on TOPIC)
+//	OffsetFetch, DescribeGroups, FindCoordinator   DESCRIBE on GROUP (TRANSACTIONAL_ID)
+//	DeleteGroups, OffsetDelete   DELETE on GROUP;  ListGroups: DESCRIBE on CLUSTER or each GROUP
+//	InitProducerId        WRITE on TRANSACTIONAL_ID, or IDEMPOTENT_WRITE on CLUSTER / WRITE on any TOPIC
+//	AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit   WRITE on TRANSACTIONAL_ID (+ TOPIC / GROUP)
+//	ElectLeaders, AlterPartitionReassignments, CreateAcls, DeleteAcls   ALTER on CLUSTER
+//	ListPartitionReassignments, DescribeLogDirs, DescribeAcls           DESCRIBE on CLUSTER
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// produceDenied returns the error code a produce request's partitions of
+// topic get for authorization, or 0: TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+// without WRITE on a transactional request's id, TOPIC_AUTHORIZATION_FAILED
+// without WRITE on the topic.
+func (b *Broker) produceDenied(r *request, req *kmsg.ProduceRequest, topic string) int16 {
+	if b.authz == nil {
+		return 0
+	}
+	if req.TransactionID != nil && *req.TransactionID != "" && !b.authorize(r, kmsg.ACLOperationWrite, aclResTxnID, *req.TransactionID) {
+		return kerr.TransactionalIDAuthorizationFailed.Code
+	}
+	if !b.authorize(r, kmsg.ACLOperationWrite, aclResTopic, topic) {
+		return kerr.TopicAuthorizationFailed.Code
+	}
+	return 0
+}
+
+// topicDenied reports whether the principal lacks op on topic.
+func (b *Broker) topicDenied(r *request, op kmsg.ACLOperation, topic string) bool {
+	return b.authz != nil && !b.authorize(r, op, aclResTopic, topic)
+}
+
+// groupDenied reports whether the principal lacks op on group.
+func (b *Broker) groupDenied(r *request, op kmsg.ACLOperation, group string) bool {
+	return b.authz != nil && !b.authorize(r, op, aclResGroup, group)
+}
+
+// txnIDDenied reports whether the principal lacks WRITE on a transactional id.
+func (b *Broker) txnIDDenied(r *request, id string) bool {
+	return b.authz != nil && !b.authorize(r, kmsg.ACLOperationWrite, aclResTxnID, id)
+}
+
+// errTopicAuthz is TOPIC_AUTHORIZATION_FAILED with the topic and operation.
+func errTopicAuthz(op kmsg.ACLOperation, topic string) error {
+	return fmt.Errorf("%w: the principal is not allowed %s on topic %q", kerr.TopicAuthorizationFailed, op, topic)
+}
+
+// topicAuthzErr returns errTopicAuthz when the principal lacks op on topic.
+func (b *Broker) topicAuthzErr(r *request, op kmsg.ACLOperation, topic string) error {
+	if b.topicDenied(r, op, topic) {
+		return errTopicAuthz(op, topic)
+	}
+	return nil
+}
+
+// createTopicAuthzErr is CreateTopics' and auto-creation's check: CREATE on
+// the cluster or on the topic.
+func (b *Broker) createTopicAuthzErr(r *request, topic string) error {
+	if b.authz == nil || b.authorizeCluster(r, kmsg.ACLOperationCreate) || b.authorize(r, kmsg.ACLOperationCreate, aclResTopic, topic) {
+		return nil
+	}
+	return errTopicAuthz(kmsg.ACLOperationCreate, topic)
+}
+
+// deleteTopicAuthzErr checks DELETE on a topic named by name or id (an
+// unknown id is left to the deletion to answer).
+func (b *Broker) deleteTopicAuthzErr(r *request, name *string, id TopicID) error {
+	if b.authz == nil {
+		return nil
+	}
+	n := ""
+	if name != nil {
+		n = *name
+	} else if t := b.currentImage().TopicsByID[id]; t != nil {
+		n = t.Name
+	} else {
+		return nil
+	}
+	return b.topicAuthzErr(r, kmsg.ACLOperationDelete, n)
+}
+
+// configResourceAuthzErr checks op (DESCRIBE_CONFIGS or ALTER_CONFIGS) on a
+// config resource: the topic, or the cluster for brokers (and broker
+// loggers), failing with TOPIC_ or CLUSTER_AUTHORIZATION_FAILED.
+func (b *Broker) configResourceAuthzErr(r *request, op kmsg.ACLOperation, rt kmsg.ConfigResourceType, name string) error {
+	if b.authz == nil {
+		return nil
+	}
+	if rt == kmsg.ConfigResourceTypeTopic {
+		return b.topicAuthzErr(r, op, name)
+	}
+	if !b.authorizeCluster(r, op) {
+		return fmt.Errorf("%w: the principal is not allowed %s on the cluster", kerr.ClusterAuthorizationFailed, op)
+	}
+	return nil
+}
+
+// metadataTopicDenied reports whether a Metadata request's named topic
+// answers TOPIC_AUTHORIZATION_FAILED: without DESCRIBE on it, or, for a
+// topic the request would auto-create, without CREATE on the cluster or the
+// topic.
+func (b *Broker) metadataTopicDenied(r *request, req *kmsg.MetadataRequest, name string, exists bool) bool {
+	if b.authz == nil {
+		return false
+	}
+	if !b.authorize(r, kmsg.ACLOperationDescribe, aclResTopic, name) {
+		return true
+	}
+	autoCreate := b.cfg.AutoCreateTopics && (r.version < 4 || req.AllowAutoTopicCreation)
+	return !exists && autoCreate && validTopicName(name) == nil && b.createTopicAuthzErr(r, name) != nil
+}
+
+// initProducerIDDenied returns InitProducerId's authorization error code,
+// or 0: a transactional id needs WRITE on it
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent producer needs
+// IDEMPOTENT_WRITE on the cluster or WRITE on some topic
+// (CLUSTER_AUTHORIZATION_FAILED), as since KIP-679.
+func (b *Broker) initProducerIDDenied(r *request, req *kmsg.InitProducerIDRequest) int16 {
+	if b.authz == nil {
+		return 0
+	}
+	if req.TransactionalID != nil && *req.TransactionalID != "" {
+		if b.txnIDDenied(r, *req.TransactionalID) {
+			return kerr.TransactionalIDAuthorizationFailed.Code
+		}
+		return 0
+	}
+	if b.authorizeCluster(r, kmsg.ACLOperationIdempotentWrite) || b.authorizeAnyTopic(r, kmsg.ACLOperationWrite) {
+		return 0
+	}
+	return kerr.ClusterAuthorizationFailed.Code
+}
+
+// findCoordinatorDenied returns FindCoordinator's authorization error for
+// one key, or nil: DESCRIBE on the group (type 0) or on the transactional
+// id (type 1).
+func (b *Broker) findCoordinatorDenied(r *request, typ int8, key string) *kerr.Error {
+	if b.authz == nil {
+		return nil
+	}
+	switch typ {
+	case 0:
+		if !b.authorize(r, kmsg.ACLOperationDescribe, aclResGroup, key) {
+			return kerr.GroupAuthorizationFailed
+		}
+	case 1:
+		if !b.authorize(r, kmsg.ACLOperationDescribe, aclResTxnID, key) {
+			return kerr.TransactionalIDAuthorizationFailed
+		}
+	}
+	return nil
+}
+
+// listGroupsFilter returns whether the principal may see group in
+// ListGroups: DESCRIBE on the cluster shows all, else DESCRIBE on each.
+func (b *Broker) listGroupsFilter(r *request) func(group string) bool {
+	if b.authz == nil || b.authorizeCluster(r, kmsg.ACLOperationDescribe) {
+		return func(string) bool { return true }
+	}
+	return func(g string) bool { return b.authorize(r, kmsg.ACLOperationDescribe, aclResGroup, g) }
+}
+
+// addTxnDenied answers an AddPartitionsToTxn transaction the principal may
+// not change, or returns nil: every partition gets
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED without WRITE on the id; otherwise,
+// when a topic lacks WRITE, its partitions get TOPIC_AUTHORIZATION_FAILED
+// and the others OPERATION_NOT_ATTEMPTED.
+func (b *Broker) addTxnDenied(r *request, id string, topics []kmsg.AddPartitionsToTxnRequestTopic) []kmsg.AddPartitionsToTxnResponseTopic {
+	if b.authz == nil {
+		return nil
+	}
+	codes := make([]int16, len(topics))
+	anyDenied := false
+	for i, t := range topics {
+		switch {
+		case b.txnIDDenied(r, id):
+			codes[i], anyDenied = kerr.TransactionalIDAuthorizationFailed.Code, true
+		case b.topicDenied(r, kmsg.ACLOperationWrite, t.Topic):
+			codes[i], anyDenied = kerr.TopicAuthorizationFailed.Code, true
+		default:
+			codes[i] = kerr.OperationNotAttempted.Code
+		}
+	}
+	if !anyDenied {
+		return nil
+	}
+	out := make([]kmsg.AddPartitionsToTxnResponseTopic, 0, len(topics))
+	for i, t := range topics {
+		rt := kmsg.NewAddPartitionsToTxnResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p, codes[i]
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		out = append(out, rt)
+	}
+	return out
+}
+
+// txnOffsetCommitDenied returns the code every partition of a
+// TxnOffsetCommit gets, or 0: TRANSACTIONAL_ID_AUTHORIZATION_FAILED without
+// WRITE on the id, GROUP_AUTHORIZATION_FAILED without READ on the group.
+func (b *Broker) txnOffsetCommitDenied(r *request, req *kmsg.TxnOffsetCommitRequest) int16 {
+	switch {
+	case b.authz == nil:
+		return 0
+	case b.txnIDDenied(r, req.TransactionalID):
+		return kerr.TransactionalIDAuthorizationFailed.Code
+	case b.groupDenied(r, kmsg.ACLOperationRead, req.Group):
+		return kerr.GroupAuthorizationFailed.Code
+	}
+	return 0
+}
+
+// offsetFetchGroupDenied answers an OffsetFetch v0-v7 whose principal may
+// not DESCRIBE the group: GROUP_AUTHORIZATION_FAILED at the top (v2+) and on
+// every requested partition, as Kafka's getErrorResponse.
+func offsetFetchGroupDenied(req *kmsg.OffsetFetchRequest, resp *kmsg.OffsetFetchResponse) kmsg.Response {
+	resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetFetchResponseTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch = p, -1, -1
+			rp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// clusterAuthorizedOps is DescribeCluster's cluster_authorized_operations:
+// every CLUSTER operation without an authorizer, else the bits of those the
+// principal is allowed (Kafka's authorizedOperations).
+func (b *Broker) clusterAuthorizedOps(r *request) int32 {
+	if b.authz == nil {
+		return clusterAuthorizedOps
+	}
+	var bits int32
+	for op := kmsg.ACLOperation(0); op <= aclOpMaxCode; op++ {
+		if clusterAuthorizedOps&(1<<op) != 0 && b.authorizeCluster(r, op) {
+			bits |= 1 << op
+		}
+	}
+	return bits
+}

@@ -1,0 +1,64 @@
+package appliance
+
+// CreateAcls (key 30), v0-v3 (KIP-140; v1+ pattern types, KIP-290; v2+
+// flexible).
+//
+// With no authorizer (authorizer.class.name empty) every creation answers
+// SECURITY_DISABLED (54), as Kafka does. Otherwise the principal needs ALTER
+// on the CLUSTER resource (CLUSTER_AUTHORIZATION_FAILED, 31, per creation).
+// Each creation is checked as Kafka's controller checks it: a concrete
+// resource type, LITERAL or PREFIXED pattern (v0 carries none: LITERAL), a
+// concrete operation, ALLOW or DENY, a "Type:name" principal, a non-empty
+// name and "kafka-cluster" as the only CLUSTER name; otherwise
+// INVALID_REQUEST (42) with a message. Valid bindings are committed as one
+// metadata batch; a binding that exists already succeeds unchanged.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiDef{key: 30, min: 0, max: 3, handle: handleCreateACLs})
+}
+
+// errSecurityDisabledMsg is Kafka's message for SECURITY_DISABLED.
+const errSecurityDisabledMsg = "No Authorizer is configured."
+
+func handleCreateACLs(b *Broker, r *request) any {
+	req := r.req.(*kmsg.CreateACLsRequest)
+	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
+	fail := func(code int16, msg string) any {
+		for range req.Creations {
+			res := kmsg.NewCreateACLsResponseResult()
+			res.ErrorCode = code
+			res.ErrorMessage = &msg
+			resp.Results = append(resp.Results, res)
+		}
+		return resp
+	}
+	if b.authz == nil {
+		return fail(kerr.SecurityDisabled.Code, errSecurityDisabledMsg)
+	}
+	if !b.authorizeCluster(r, kmsg.ACLOperationAlter) {
+		return fail(kerr.ClusterAuthorizationFailed.Code, "the principal is not allowed ALTER on the cluster")
+	}
+	bindings := make([]ACLBinding, len(req.Creations))
+	for i, c := range req.Creations {
+		pt := c.ResourcePatternType
+		if r.version == 0 {
+			pt = aclPatLiteral
+		}
+		bindings[i] = ACLBinding{ResourceType: int8(c.ResourceType), ResourceName: c.ResourceName, PatternType: int8(pt),
+			Principal: c.Principal, Host: c.Host, Operation: int8(c.Operation), Permission: int8(c.PermissionType)}
+	}
+	return deferred(func() any {
+		for _, err := range b.createACLs(bindings) {
+			res := kmsg.NewCreateACLsResponseResult()
+			res.ErrorCode = errCode(err)
+			res.ErrorMessage = adminErrMsg(err)
+			resp.Results = append(resp.Results, res)
+		}
+		return resp
+	})
+}

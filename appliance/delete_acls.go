@@ -1,0 +1,68 @@
+package appliance
+
+// DeleteAcls (key 31), v0-v3 (KIP-140; v1+ pattern type filters, KIP-290;
+// v2+ flexible).
+//
+// With no authorizer every filter answers SECURITY_DISABLED (54), as
+// Kafka's. Otherwise the principal needs ALTER on the CLUSTER resource
+// (CLUSTER_AUTHORIZATION_FAILED, 31, per filter). Every binding a filter
+// matches (acl.go, as DescribeAcls) is removed, all filters in one metadata
+// batch, and listed under the first filter that matched it. A filter with an
+// UNKNOWN element answers INVALID_REQUEST (42).
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiDef{key: 31, min: 0, max: 3, handle: handleDeleteACLs})
+}
+
+func handleDeleteACLs(b *Broker, r *request) any {
+	req := r.req.(*kmsg.DeleteACLsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
+	fail := func(code int16, msg string) any {
+		for range req.Filters {
+			res := kmsg.NewDeleteACLsResponseResult()
+			res.ErrorCode = code
+			res.ErrorMessage = &msg
+			resp.Results = append(resp.Results, res)
+		}
+		return resp
+	}
+	if b.authz == nil {
+		return fail(kerr.SecurityDisabled.Code, errSecurityDisabledMsg)
+	}
+	if !b.authorizeCluster(r, kmsg.ACLOperationAlter) {
+		return fail(kerr.ClusterAuthorizationFailed.Code, "the principal is not allowed ALTER on the cluster")
+	}
+	filters := make([]ACLFilter, len(req.Filters))
+	for i, f := range req.Filters {
+		pt := f.ResourcePatternType
+		if r.version == 0 {
+			pt = aclPatLiteral
+		}
+		filters[i] = ACLFilter{ResourceType: int8(f.ResourceType), ResourceName: f.ResourceName, PatternType: int8(pt),
+			Principal: f.Principal, Host: f.Host, Operation: int8(f.Operation), Permission: int8(f.PermissionType)}
+	}
+	return deferred(func() any {
+		matched, errs := b.deleteACLs(filters)
+		for i := range filters {
+			res := kmsg.NewDeleteACLsResponseResult()
+			res.ErrorCode = errCode(errs[i])
+			res.ErrorMessage = adminErrMsg(errs[i])
+			for _, bd := range matched[i] {
+				m := kmsg.NewDeleteACLsResponseResultMatchingACL()
+				m.ResourceType = kmsg.ACLResourceType(bd.ResourceType)
+				m.ResourceName = bd.ResourceName
+				m.ResourcePatternType = kmsg.ACLResourcePatternType(bd.PatternType)
+				m.Principal, m.Host = bd.Principal, bd.Host
+				m.Operation, m.PermissionType = kmsg.ACLOperation(bd.Operation), kmsg.ACLPermissionType(bd.Permission)
+				res.MatchingACLs = append(res.MatchingACLs, m)
+			}
+			resp.Results = append(resp.Results, res)
+		}
+		return resp
+	})
+}

@@ -1,0 +1,65 @@
+package appliance
+
+// DescribeAcls (key 29), v0-v3 (KIP-140; v1+ pattern type filters, KIP-290;
+// v2+ flexible).
+//
+// With no authorizer the answer is SECURITY_DISABLED (54), as Kafka's.
+// Otherwise the principal needs DESCRIBE on the CLUSTER resource
+// (CLUSTER_AUTHORIZATION_FAILED, 31). The filter selects bindings as Kafka's
+// AclBindingFilter (acl.go): ANY matches all, MATCH matches the literal
+// name, the literal wildcard and covering prefixes; v0 filters literal
+// patterns only. A filter with an UNKNOWN element answers INVALID_REQUEST
+// (42). Matching bindings come grouped by resource pattern, sorted.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiDef{key: 29, min: 0, max: 3, handle: handleDescribeACLs})
+}
+
+func handleDescribeACLs(b *Broker, r *request) any {
+	req := r.req.(*kmsg.DescribeACLsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
+	if b.authz == nil {
+		resp.ErrorCode = kerr.SecurityDisabled.Code
+		msg := errSecurityDisabledMsg
+		resp.ErrorMessage = &msg
+		return resp
+	}
+	if !b.authorizeCluster(r, kmsg.ACLOperationDescribe) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp
+	}
+	pt := req.ResourcePatternType
+	if r.version == 0 {
+		pt = aclPatLiteral
+	}
+	f := ACLFilter{ResourceType: int8(req.ResourceType), ResourceName: req.ResourceName, PatternType: int8(pt),
+		Principal: req.Principal, Host: req.Host, Operation: int8(req.Operation), Permission: int8(req.PermissionType)}
+	if err := f.validate(); err != nil {
+		resp.ErrorCode = errCode(err)
+		resp.ErrorMessage = adminErrMsg(err)
+		return resp
+	}
+	_, bs := b.currentImage().ACLs.Filter(f)
+	for _, bd := range bs {
+		n := len(resp.Resources)
+		if n == 0 || resp.Resources[n-1].ResourceType != kmsg.ACLResourceType(bd.ResourceType) ||
+			resp.Resources[n-1].ResourceName != bd.ResourceName || resp.Resources[n-1].ResourcePatternType != kmsg.ACLResourcePatternType(bd.PatternType) {
+			res := kmsg.NewDescribeACLsResponseResource()
+			res.ResourceType = kmsg.ACLResourceType(bd.ResourceType)
+			res.ResourceName = bd.ResourceName
+			res.ResourcePatternType = kmsg.ACLResourcePatternType(bd.PatternType)
+			resp.Resources = append(resp.Resources, res)
+			n++
+		}
+		a := kmsg.NewDescribeACLsResponseResourceACL()
+		a.Principal, a.Host = bd.Principal, bd.Host
+		a.Operation, a.PermissionType = kmsg.ACLOperation(bd.Operation), kmsg.ACLPermissionType(bd.Permission)
+		resp.Resources[n-1].ACLs = append(resp.Resources[n-1].ACLs, a)
+	}
+	return resp
+}

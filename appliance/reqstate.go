@@ -1,0 +1,171 @@
+package appliance
+
+// Reusable request storage: the produce and fetch request path allocates
+// nothing per request in steady state (alloc_test.go proves it with
+// testing.AllocsPerRun on both engines).
+//
+// A reqState holds everything one request needs from its frame to its
+// answer: the frame bytes, the response-order slot, the request the handler
+// sees, the decoded kmsg request (decoded in place, reusing the slices of
+// the previous one), the answer, and the per-partition completions that
+// owner shards call. Produce and fetch states are taken from reqPool and
+// go back to it when the last of their users lets go (refs): the writer
+// after it wrote the answer, each partition completion posted to a shard,
+// the timeout timer. A state that is never released (a connection closed
+// with answers pending, a completion never called) is left to the GC; it
+// is never reused early. Other API keys take a state too but never return
+// it: their handlers may keep slices of the frame.
+//
+// Strings: produce and fetch frames are decoded with UnsafeReadFrom, so
+// their strings alias the frame, which is reused. Before the handler runs,
+// topic names are replaced by the image's copies (unknown names are
+// cloned) and the few other strings (transactional id, rack, cluster id)
+// are cloned, so nothing a handler keeps points into the frame; the record
+// batches ([]byte) do, and they are used only until the partition
+// completion that holds a reference returns.
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+type reqState struct {
+	slot  slot
+	req   request
+	frame []byte
+	refs  atomic.Int32
+	// pooled: the state goes back to reqPool once refs drops to zero.
+	pooled bool
+
+	produceReq kmsg.ProduceRequest
+	fetchReq   kmsg.FetchRequest
+	produce    produceState
+	fetch      fetchState
+}
+
+// reqPool holds released states; Get's nil means none (New would make an
+// initialization cycle: a state's callbacks release into the pool).
+var reqPool sync.Pool
+
+func newReqState() *reqState {
+	rs := &reqState{}
+	rs.slot.rs = rs
+	rs.req.rs = rs
+	rs.produce.init(rs)
+	rs.fetch.init(rs)
+	return rs
+}
+
+// getReqState takes a state for a frame of n bytes (rs.frame has length n).
+func getReqState(n int) *reqState {
+	rs, _ := reqPool.Get().(*reqState)
+	if rs == nil {
+		rs = newReqState()
+	}
+	if cap(rs.frame) < n {
+		rs.frame = make([]byte, n, max(n, 512))
+	}
+	rs.frame = rs.frame[:n]
+	rs.refs.Store(1) // the writer's
+	rs.pooled = false
+	rs.slot.reset()
+	rs.req = request{rs: rs}
+	return rs
+}
+
+// maxPooledFrame is the largest frame buffer a pooled state keeps.
+const maxPooledFrame = 1 << 20
+
+// unref drops one reference; the last one returns a pooled state.
+func (rs *reqState) unref() {
+	if rs.refs.Add(-1) == 0 && rs.pooled {
+		rs.slot.resp = nil
+		rs.req = request{rs: rs}
+		if cap(rs.frame) > maxPooledFrame {
+			rs.frame = nil // one large produce does not pin its frame
+		}
+		reqPool.Put(rs)
+	}
+}
+
+// releaseSlot is called by the writers once s's answer is written (or
+// copied into the transport).
+func releaseSlot(s *slot) {
+	if s.rs != nil {
+		s.rs.unref()
+	}
+}
+
+// hotKey reports the API keys whose frames are decoded into reused storage.
+func hotKey(key int16) bool { return key == 0 || key == 1 }
+
+// internStrings replaces the strings of a request decoded in place (they
+// alias the frame) with ones that outlive it: the image's topic names, or
+// clones.
+func internStrings(b *Broker, req kmsg.Request) {
+	im := b.currentImage()
+	name := func(s string) string {
+		if s == "" {
+			return ""
+		}
+		if t := im.Topics[s]; t != nil {
+			return t.Name
+		}
+		return strings.Clone(s)
+	}
+	switch req := req.(type) {
+	case *kmsg.ProduceRequest:
+		if req.TransactionID != nil {
+			s := strings.Clone(*req.TransactionID)
+			req.TransactionID = &s
+		}
+		for i := range req.Topics {
+			req.Topics[i].Topic = name(req.Topics[i].Topic)
+		}
+	case *kmsg.FetchRequest:
+		if req.ClusterID != nil {
+			s := strings.Clone(*req.ClusterID)
+			req.ClusterID = &s
+		}
+		req.Rack = strings.Clone(req.Rack)
+		for i := range req.Topics {
+			req.Topics[i].Topic = name(req.Topics[i].Topic)
+		}
+		for i := range req.ForgottenTopics {
+			req.ForgottenTopics[i].Topic = name(req.ForgottenTopics[i].Topic)
+		}
+	}
+}
+
+// growSlice returns s with one more element and a pointer to it; within
+// capacity the element is the old one, so the caller can keep its slices.
+func growSlice[T any](s []T) ([]T, *T) {
+	if len(s) < cap(s) {
+		s = s[:len(s)+1]
+	} else {
+		var zero T
+		s = append(s, zero)
+	}
+	return s, &s[len(s)-1]
+}
+
+// timerOnce is a reusable timeout: arm starts it, disarm stops it and
+// reports whether it will not fire.
+type timerOnce struct {
+	t  *time.Timer
+	fn func()
+}
+
+func (t *timerOnce) arm(d time.Duration) {
+	if t.t == nil {
+		t.t = time.AfterFunc(d, t.fn)
+		return
+	}
+	t.t.Reset(d)
+}
+
+func (t *timerOnce) disarm() bool { return t.t.Stop() }

@@ -1,0 +1,139 @@
+package appliance
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/pbkdf2"
+	"crypto/sha256"
+	"encoding/base64"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestScramCredentialRFC7677 checks the stored keys against the
+// SCRAM-SHA-256 exchange of RFC 7677 section 3: the client proof verifies
+// against StoredKey and ServerKey gives the server signature.
+func TestScramCredentialRFC7677(t *testing.T) {
+	salt, _ := base64.StdEncoding.DecodeString("W22ZaJ0SNY7soEsUEjb6gQ==")
+	salted, err := pbkdf2.Key(sha256.New, "pencil", salt, 4096, sha256.Size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newScramCredential(scramSHA256, salt, salted, 4096)
+	auth := []byte("n=user,r=rOprNGfwEbeRWgbNEkqO," +
+		"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096," +
+		"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0")
+	proof, _ := base64.StdEncoding.DecodeString("dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=")
+	mac := hmac.New(sha256.New, c.StoredKey)
+	mac.Write(auth)
+	clientKey := mac.Sum(nil)
+	for i := range clientKey {
+		clientKey[i] ^= proof[i]
+	}
+	if h := sha256.Sum256(clientKey); !bytes.Equal(h[:], c.StoredKey) {
+		t.Errorf("client proof does not verify against StoredKey")
+	}
+	mac = hmac.New(sha256.New, c.ServerKey)
+	mac.Write(auth)
+	if got := base64.StdEncoding.EncodeToString(mac.Sum(nil)); got != "6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=" {
+		t.Errorf("server signature %s", got)
+	}
+	if bytes.Equal(c.StoredKey, salted) || bytes.Equal(c.ServerKey, salted) {
+		t.Errorf("salted password stored")
+	}
+	if len(newScramCredential(scramSHA512, salt, salted, 4096).StoredKey) != 64 {
+		t.Errorf("SCRAM-SHA-512 keys are not 64 bytes")
+	}
+}
+
+func TestScramHandlersPersist(t *testing.T) {
+	dir := t.TempDir()
+	b := metaTestBroker(t, dir)
+	alter := func(dels []kmsg.AlterUserSCRAMCredentialsRequestDeletion, ups []kmsg.AlterUserSCRAMCredentialsRequestUpsertion) map[string]int16 {
+		req := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+		req.Deletions, req.Upsertions = dels, ups
+		resp := adminRun(t, b, req, 0).(*kmsg.AlterUserSCRAMCredentialsResponse)
+		out := map[string]int16{}
+		for _, r := range resp.Results {
+			if _, dup := out[r.User]; dup {
+				t.Errorf("user %q answered twice", r.User)
+			}
+			out[r.User] = r.ErrorCode
+			if r.ErrorCode != 0 && r.ErrorMessage == nil {
+				t.Errorf("user %q: error %d without a message", r.User, r.ErrorCode)
+			}
+		}
+		return out
+	}
+	up := func(user string, mech int8, iters int32) kmsg.AlterUserSCRAMCredentialsRequestUpsertion {
+		return kmsg.AlterUserSCRAMCredentialsRequestUpsertion{Name: user, Mechanism: mech, Iterations: iters, Salt: []byte("salt"), SaltedPassword: []byte("salted-" + user)}
+	}
+	del := func(user string, mech int8) kmsg.AlterUserSCRAMCredentialsRequestDeletion {
+		return kmsg.AlterUserSCRAMCredentialsRequestDeletion{Name: user, Mechanism: mech}
+	}
+	got := alter([]kmsg.AlterUserSCRAMCredentialsRequestDeletion{del("ghost", 1)}, []kmsg.AlterUserSCRAMCredentialsRequestUpsertion{
+		up("alice", 1, 4096), up("alice", 2, 16384), up("bob", 2, 8192),
+		up("", 1, 4096), up("low", 1, 4095), up("high", 1, 16385), up("mech", 3, 4096),
+		up("dup", 1, 4096), up("dup", 1, 5000),
+	})
+	want := map[string]int16{"ghost": kerr.ResourceNotFound.Code, "alice": 0, "bob": 0, "": kerr.UnacceptableCredential.Code,
+		"low": kerr.UnacceptableCredential.Code, "high": kerr.UnacceptableCredential.Code, "mech": kerr.UnsupportedSaslMechanism.Code,
+		"dup": kerr.DuplicateResource.Code}
+	for u, code := range want {
+		if got[u] != code {
+			t.Errorf("user %q: code %d, want %d", u, got[u], code)
+		}
+	}
+	check := func(im *Image) {
+		t.Helper()
+		if users := im.scramUsers(); len(users) != 2 || users[0] != "alice" || users[1] != "bob" {
+			t.Errorf("users %v", users)
+		}
+		c, ok := im.scramCredential("alice", scramSHA512)
+		want := newScramCredential(scramSHA512, []byte("salt"), []byte("salted-alice"), 16384)
+		if !ok || c.Iterations != 16384 || !bytes.Equal(c.StoredKey, want.StoredKey) || !bytes.Equal(c.ServerKey, want.ServerKey) || string(c.Salt) != "salt" {
+			t.Errorf("alice SCRAM-SHA-512: %+v %v", c, ok)
+		}
+		if _, ok := im.scramCredential("bob", scramSHA256); ok {
+			t.Errorf("bob has a SCRAM-SHA-256 credential")
+		}
+	}
+	check(b.currentImage())
+	check(replayImage(t, b, dir))
+
+	describe := func(users ...string) *kmsg.DescribeUserSCRAMCredentialsResponse {
+		req := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
+		for _, u := range users {
+			req.Users = append(req.Users, kmsg.DescribeUserSCRAMCredentialsRequestUser{Name: u})
+		}
+		return adminRun(t, b, req, 0).(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	}
+	all := describe()
+	if len(all.Results) != 2 || all.Results[0].User != "alice" || len(all.Results[0].CredentialInfos) != 2 ||
+		all.Results[0].CredentialInfos[1].Iterations != 16384 || all.Results[1].CredentialInfos[0].Mechanism != 2 {
+		t.Errorf("describe all: %+v", all.Results)
+	}
+	some := describe("bob", "nobody", "alice", "alice")
+	if len(some.Results) != 3 || some.Results[0].ErrorCode != 0 || some.Results[1].ErrorCode != kerr.ResourceNotFound.Code ||
+		some.Results[2].ErrorCode != kerr.DuplicateResource.Code {
+		t.Errorf("describe some: %+v", some.Results)
+	}
+
+	// A user with one bad alteration is not changed at all.
+	got = alter([]kmsg.AlterUserSCRAMCredentialsRequestDeletion{del("alice", 1)}, []kmsg.AlterUserSCRAMCredentialsRequestUpsertion{up("alice", 2, 10)})
+	if got["alice"] != kerr.UnacceptableCredential.Code {
+		t.Errorf("mixed alteration: %v", got)
+	}
+	if _, ok := b.currentImage().scramCredential("alice", 1); !ok {
+		t.Errorf("alice's SCRAM-SHA-256 credential deleted by a failed request")
+	}
+	got = alter([]kmsg.AlterUserSCRAMCredentialsRequestDeletion{del("alice", 1), del("alice", 2), del("bob", 2)}, nil)
+	if got["alice"] != 0 || got["bob"] != 0 {
+		t.Errorf("deletions: %v", got)
+	}
+	if im := replayImage(t, b, dir); len(im.scramUsers()) != 0 {
+		t.Errorf("users after deletion: %v", im.scramUsers())
+	}
+}

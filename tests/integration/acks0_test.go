@@ -1,0 +1,78 @@
+package integration
+
+import (
+	"hash/crc32"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestAcksZeroFailureClosesConnection sends acks=0 produce requests on raw
+// connections. One that fails (an unknown topic, a batch with a bad CRC)
+// gets no answer, so the broker closes the connection, as Kafka does, for
+// the client to notice; one that succeeds leaves the connection open (an
+// ApiVersions after it is answered) and its record is stored.
+func TestAcksZeroFailureClosesConnection(t *testing.T) {
+	b := startBroker(t, "")
+	createTopic(t, t.Context(), b, "acks0", 1)
+
+	// A valid batch made by franz-go's own encoder, for topic acks0.
+	batch := func() []byte {
+		rb := kmsg.RecordBatch{Magic: 2, LastOffsetDelta: 0, NumRecords: 1, FirstTimestamp: 1, MaxTimestamp: 1, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1}
+		rec := kmsg.Record{Value: []byte("zero")}
+		rec.Length = int32(len(rec.AppendTo(nil)) - 1)
+		rb.Records = rec.AppendTo(nil)
+		raw := rb.AppendTo(nil)
+		rb.Length = int32(len(raw) - 12)
+		raw = rb.AppendTo(nil)
+		rb.CRC = int32(crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
+		return rb.AppendTo(nil)
+	}
+	produce := func(topic string, records []byte) []byte {
+		req := kmsg.NewProduceRequest()
+		req.Version = 7
+		req.Acks = 0
+		req.TimeoutMillis = 5000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition = 0
+		rp.Records = records
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return req.AppendTo(reqHeader(nil, apiKeyProduce, 7, 1, false))
+	}
+	apiVersions := reqHeader(nil, apiKeyApiVersions, 0, 2, false)
+
+	good := batch()
+	c := dialRaw(t, b)
+	if sendRaw(t, c, frame(produce("acks0", good))) {
+		t.Fatal("connection closed while sending a valid acks=0 produce")
+	}
+	if out := roundTrip(t, c, apiVersions); out.closed {
+		t.Fatal("connection closed after a valid acks=0 produce")
+	}
+	c.Close()
+
+	corrupt := append([]byte(nil), good...)
+	corrupt[len(corrupt)-1] ^= 0xff // the CRC no longer matches
+	for name, req := range map[string][]byte{
+		"unknown topic": produce("no-such-topic", good),
+		"bad CRC":       produce("acks0", corrupt),
+	} {
+		c := dialRaw(t, b)
+		if !sendRaw(t, c, frame(req)) {
+			if out := awaitReaction(t, c); !out.closed {
+				t.Errorf("%s: acks=0 produce answered %d bytes; want the connection closed", name, len(out.resp))
+			}
+		}
+		c.Close()
+	}
+
+	recs := consumeN(t, t.Context(), newClient(t, b, kgo.ConsumeTopics("acks0"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())), 1, 10*time.Second)
+	if string(recs[0].Value) != "zero" {
+		t.Fatalf("stored record %q, want \"zero\"", recs[0].Value)
+	}
+}
