@@ -17,8 +17,9 @@ package appliance
 //  3. no binding at all names the resource (any principal, host or
 //     operation) and allow.everyone.if.no.acl.found is true.
 //
-// Every connection's principal is User:ANONYMOUS today (PLAINTEXT only, no
-// SASL); conn.principal is the one place that says so.
+// A connection's principal is User:<name> once it authenticated on a
+// SASL_PLAINTEXT listener (sasl.go), User:ANONYMOUS otherwise;
+// conn.principal is the one place that says so.
 
 import (
 	"fmt"
@@ -222,10 +223,15 @@ func (a *authorizer) authorizeAnyOfType(acls *ACLSet, principal, host string, op
 	return a.allowEveryone && !wildcardNamed
 }
 
-// principal is the connection's authenticated principal. With no SASL
-// listener every connection is User:ANONYMOUS; a SASL handshake will set it
-// here.
-func (c *conn) principal() string { return anonymousPrincipal }
+// principal is the connection's authenticated principal: User:<name>
+// after a successful SASL authentication (sasl.go), else User:ANONYMOUS
+// (PLAINTEXT listeners).
+func (c *conn) principal() string {
+	if c.user != "" {
+		return c.user
+	}
+	return anonymousPrincipal
+}
 
 // peerHost is the IP address of the connection's peer, without the port, as
 // ACL hosts name it.

@@ -1,12 +1,15 @@
 package appliance
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,6 +51,9 @@ type Broker struct {
 	quotas  *quotaManager  // byte-rate quota rates (quota_enforce.go); never nil after New
 
 	authz *authorizer // the ACL authorizer (authorizer.go); nil when authorizer.class.name is empty
+	// scramFakeKey derives the salts of SCRAM exchanges for unknown users
+	// (sasl.go); random per process.
+	scramFakeKey []byte
 
 	device nvme.DeviceInfo // log.dirs' device, probed in Start (storage.go)
 
@@ -93,6 +99,8 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 	}
 	b.quotas = q
 	b.authz = newAuthorizer(cfg)
+	b.scramFakeKey = make([]byte, 32)
+	_, _ = rand.Read(b.scramFakeKey) // crypto/rand.Read never fails
 	return b, nil
 }
 
@@ -112,9 +120,11 @@ func (b *Broker) Start() error {
 	if err := b.lockLogDir(); err != nil {
 		return err
 	}
-	if err := probeListenAddr(b.cfg.ListenAddr, 10*time.Second, b.log); err != nil {
-		b.unlockLogDir()
-		return err
+	for _, l := range b.cfg.Listeners {
+		if err := probeListenAddr(l.Addr, 10*time.Second, b.log); err != nil {
+			b.unlockLogDir()
+			return err
+		}
 	}
 	if err := b.loadOrWriteMetaProperties(); err != nil {
 		return err
@@ -185,11 +195,16 @@ func (b *Broker) Start() error {
 		return err
 	}
 	b.engine = eng
-	if b.cfg.AdvertisedPort == 0 {
-		if ta, ok := eng.Addr().(*net.TCPAddr); ok {
-			b.cfg.AdvertisedPort = int32(ta.Port)
+	var addrs, advertised []string
+	for i, a := range eng.Addrs() {
+		l := &b.cfg.Listeners[i]
+		if ta, ok := a.(*net.TCPAddr); ok && l.AdvertisedPort == 0 {
+			l.AdvertisedPort = int32(ta.Port)
 		}
+		addrs = append(addrs, l.Name+"://"+a.String())
+		advertised = append(advertised, l.Name+"://"+net.JoinHostPort(l.AdvertisedHost, strconv.Itoa(int(l.AdvertisedPort))))
 	}
+	b.cfg.AdvertisedPort = b.cfg.Listeners[0].AdvertisedPort
 	for _, st := range b.shards {
 		b.startHousekeeping(st)
 	}
@@ -200,6 +215,7 @@ func (b *Broker) Start() error {
 	}
 	go func() { b.serveErr <- eng.Serve(b) }()
 	b.log.Info("ringbroker listening", "addr", eng.Addr().String(), "advertised", fmt.Sprintf("%s:%d", b.cfg.AdvertisedHost, b.cfg.AdvertisedPort),
+		"listeners", strings.Join(addrs, ","), "advertised.listeners", strings.Join(advertised, ","),
 		"node.id", b.cfg.NodeID, "log.dirs", b.cfg.LogDir, "shards", b.cfg.Shards, "io.engine", eng.Name(), "log.io.mode", b.cfg.LogIOMode,
 		"topics", len(im.Topics), "startup", time.Since(b.startedAt).Round(time.Millisecond).String())
 	b.metrics.start()
@@ -377,9 +393,9 @@ func (b *Broker) startHousekeeping(st *shardState) {
 	}()
 }
 
-// ServeConn implements ioring.ConnHandler.
-func (b *Broker) ServeConn(shard int, c net.Conn) {
-	cn := newConn(b, shard, c)
+// ServeConn implements ioring.ConnHandler; listener indexes cfg.Listeners.
+func (b *Broker) ServeConn(shard, listener int, c net.Conn) {
+	cn := newConn(b, shard, &b.cfg.Listeners[listener], c)
 	b.connsMu.Lock()
 	select {
 	case <-b.closing:

@@ -57,9 +57,9 @@ func ParseProperties(r io.Reader) (map[string]string, error) {
 type Config struct {
 	NodeID                   int32
 	ClusterID                string
-	ListenAddr               string // host:port from listeners=PLAINTEXT://host:port
-	AdvertisedHost           string
-	AdvertisedPort           int32
+	ListenAddr               string // host:port of the first listener (Listeners[0].Addr)
+	AdvertisedHost           string // Listeners[0].AdvertisedHost
+	AdvertisedPort           int32  // Listeners[0].AdvertisedPort
 	LogDir                   string // first entry of log.dirs
 	NumPartitions            int32
 	DefaultReplicationFactor int16
@@ -70,6 +70,7 @@ type Config struct {
 	RetentionCheckIntervalMs int64
 	Shards                   int
 	IOEngine                 string // netpoll | uring | auto
+	UringSpareProcs          bool   // io.uring.spare.procs: GOMAXPROCS + shards with the uring engine (engine.go)
 	LogIOMode                string // buffered | direct
 	LogIOCacheBytes          int64  // log.io.cache.bytes: per-shard block cache of direct mode (storage.go)
 	ConnectionsMaxIdleMs     int64
@@ -86,6 +87,12 @@ type Config struct {
 	// SuperUsers is super.users split at ';': principals ("User:admin")
 	// allowed everything.
 	SuperUsers []string
+
+	// Listeners are listeners with advertised.listeners,
+	// listener.security.protocol.map and the SASL settings (listeners.go),
+	// in listeners order. Empty in a Config built by hand: Validate makes
+	// one PLAINTEXT listener of ListenAddr and the advertised host and port.
+	Listeners []Listener
 
 	// TopicDefaults holds the broker-level defaults of every topic config,
 	// keyed by the topic config name (segment.bytes, retention.ms, ...).
@@ -202,6 +209,8 @@ func ValidateTopicConfig(name, value string) error {
 var brokerDefaults = map[string]string{
 	"node.id":                          "1",
 	"listeners":                        "PLAINTEXT://127.0.0.1:9092",
+	"listener.security.protocol.map":   defaultSecurityProtocolMap,
+	"sasl.enabled.mechanisms":          defaultSaslMechanisms,
 	"log.dirs":                         "./data",
 	"num.partitions":                   "1",
 	"default.replication.factor":       "1",
@@ -218,6 +227,7 @@ var brokerDefaults = map[string]string{
 	"super.users":                      "",
 	"shards":                           "0",
 	"io.engine":                        "netpoll",
+	"io.uring.spare.procs":             "true",
 	"log.io.mode":                      "buffered",
 	"log.io.cache.bytes":               "67108864",
 	"offsets.topic.num.partitions":     "50",
@@ -294,6 +304,7 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 	c.ProducerIDExpirationMs = i64("producer.id.expiration.ms")
 	c.Shards = int(i32("shards"))
 	c.IOEngine = get("io.engine")
+	c.UringSpareProcs = boolean("io.uring.spare.procs")
 	c.LogIOMode = get("log.io.mode")
 	c.LogIOCacheBytes = i64("log.io.cache.bytes")
 	c.MetricsListener = strings.TrimSpace(get("metrics.listener"))
@@ -312,23 +323,11 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 	}
 	c.LogDir = strings.TrimSpace(strings.Split(dirs, ",")[0])
 
-	host, port, err := parseListener(get("listeners"))
-	if err != nil {
+	if c.Listeners, err = parseListeners(props, get); err != nil { // listeners.go
 		return Config{}, err
 	}
-	c.ListenAddr = net.JoinHostPort(host, strconv.Itoa(port))
-	adv := props["advertised.listeners"]
-	if adv == "" {
-		adv = get("listeners")
-	}
-	ahost, aport, err := parseListener(adv)
-	if err != nil {
-		return Config{}, fmt.Errorf("cannot parse advertised.listeners: %w", err)
-	}
-	if ahost == "" || ahost == "0.0.0.0" || ahost == "::" {
-		ahost = "127.0.0.1"
-	}
-	c.AdvertisedHost, c.AdvertisedPort = ahost, int32(aport)
+	first := c.Listeners[0]
+	c.ListenAddr, c.AdvertisedHost, c.AdvertisedPort = first.Addr, first.AdvertisedHost, first.AdvertisedPort
 
 	// Topic defaults from broker properties, with Kafka's hours/minutes forms.
 	c.TopicDefaults = map[string]string{}
@@ -380,28 +379,6 @@ func mulString(v string, m int64) string {
 	return strconv.FormatInt(n*m, 10)
 }
 
-// parseListener takes the first entry of a Kafka listeners list,
-// "PLAINTEXT://host:port[,...]", and returns its host and port.
-func parseListener(s string) (string, int, error) {
-	first := strings.TrimSpace(strings.Split(s, ",")[0])
-	if i := strings.Index(first, "://"); i >= 0 {
-		proto := first[:i]
-		if proto != "PLAINTEXT" {
-			return "", 0, fmt.Errorf("cannot use listener %q: only PLAINTEXT is supported", first)
-		}
-		first = first[i+3:]
-	}
-	host, portS, err := net.SplitHostPort(first)
-	if err != nil {
-		return "", 0, fmt.Errorf("cannot parse listener %q: %w", s, err)
-	}
-	port, err := strconv.Atoi(portS)
-	if err != nil || port < 0 || port > 65535 {
-		return "", 0, fmt.Errorf("cannot parse listener port in %q", s)
-	}
-	return host, port, nil
-}
-
 // Validate checks the config's invariants.
 func (c *Config) Validate() error {
 	switch {
@@ -438,6 +415,13 @@ func (c *Config) Validate() error {
 	}
 	if c.Shards == 0 {
 		c.Shards = runtime.NumCPU()
+	}
+	if len(c.Listeners) == 0 {
+		if c.ListenAddr == "" {
+			return fmt.Errorf("listeners must not be empty")
+		}
+		c.Listeners = []Listener{{Name: protoPlaintext, Protocol: protoPlaintext, Addr: c.ListenAddr,
+			AdvertisedHost: c.AdvertisedHost, AdvertisedPort: c.AdvertisedPort}}
 	}
 	return nil
 }

@@ -47,6 +47,20 @@ type conn struct {
 	clientID string
 	// sf is the writer's sendfile state (sendChunk).
 	sf *sendfileState
+
+	// lis is the listener that accepted the connection (nil only for
+	// connections that tests build by hand).
+	lis *Listener
+	// authPending is set on a SASL listener until SaslAuthenticate
+	// succeeds: only ApiVersions, SaslHandshake and SaslAuthenticate pass
+	// (sasl.go). saslMech is the mechanism SaslHandshake chose, scram the
+	// SCRAM exchange in progress; user is the authenticated principal
+	// ("User:<name>"), "" for User:ANONYMOUS. All are written by the
+	// dispatching goroutine or loop and read by handlers dispatched after.
+	authPending bool
+	saslMech    string
+	scram       *scramServer
+	user        string
 }
 
 // slot is one request's place in the response order. ready turns true once
@@ -59,12 +73,17 @@ type slot struct {
 	version  int16
 	resp     any // kmsg.Response, *rawResponse, or nil for no response
 	closeNow bool
-	start    time.Time // when dispatched (request latency metrics)
+	// closeAfter closes the connection once resp is written, logging
+	// closeWhy (a failed SASL authentication).
+	closeAfter bool
+	closeWhy   string
+	start      time.Time // when dispatched (request latency metrics)
 }
 
 func (s *slot) reset() {
 	s.ready.Store(false)
 	s.corrID, s.key, s.version, s.resp, s.closeNow, s.start = 0, 0, 0, nil, false, time.Time{}
+	s.closeAfter, s.closeWhy = false, ""
 }
 
 // request is what a handler sees.
@@ -114,10 +133,38 @@ func (r *rawResponse) size() int {
 // responses before it are written.
 type closeConn struct{ reason string }
 
-func newConn(b *Broker, shard int, nc net.Conn) *conn {
-	return &conn{b: b, shard: shard, nc: nc, remote: nc.RemoteAddr().String(), slots: make(chan *slot, maxInFlight), closed: make(chan struct{}),
-		wake: make(chan struct{}, 1)}
+// respondAndClose is returned by a handler to write resp and then close
+// the connection, logging reason (Kafka's answer to a failed SASL
+// handshake or authentication).
+type respondAndClose struct {
+	resp   kmsg.Response
+	reason string
 }
+
+func newConn(b *Broker, shard int, lis *Listener, nc net.Conn) *conn {
+	c := &conn{b: b, shard: shard, nc: nc, remote: nc.RemoteAddr().String(), slots: make(chan *slot, maxInFlight), closed: make(chan struct{}),
+		wake: make(chan struct{}, 1)}
+	c.setListener(lis)
+	return c
+}
+
+// setListener records the accepting listener; a SASL listener's
+// connections start unauthenticated.
+func (c *conn) setListener(lis *Listener) {
+	c.lis = lis
+	c.authPending = lis != nil && lis.sasl()
+}
+
+// authenticated ends a successful SASL exchange: user is the principal
+// from now on.
+func (c *conn) authenticated(user string) {
+	c.user = "User:" + user
+	c.authPending = false
+	c.saslMech = ""
+}
+
+// allowedBeforeAuth: ApiVersions, SaslHandshake, SaslAuthenticate.
+func allowedBeforeAuth(key int16) bool { return key == 18 || key == 17 || key == 36 }
 
 func (c *conn) close() {
 	c.closeOnce.Do(func() {
@@ -197,6 +244,14 @@ func (c *conn) dispatch(rs *reqState) bool {
 		c.enqueue(s)
 		return false
 	}
+	if c.authPending && !allowedBeforeAuth(pr.key) {
+		s.closeNow = true
+		c.b.log.Warn("closing connection: request before SASL authentication (ILLEGAL_SASL_STATE)", "remote", c.remote,
+			"listener", c.lis.Name, "api_key", pr.key, "api_version", pr.version)
+		s.ready.Store(true)
+		c.enqueue(s)
+		return false
+	}
 	// Produce and fetch storage is reused once answered; other handlers
 	// may keep slices of the frame, so theirs never is.
 	rs.pooled = pr.reused
@@ -220,12 +275,12 @@ func (c *conn) dispatch(rs *reqState) bool {
 		return true
 	case deferred:
 		go func() {
-			s.resp = c.finish(c.runDeferred(r, out))
+			s.resp = c.finish(s, c.runDeferred(r, out))
 			c.complete(s)
 		}()
 		return true
 	}
-	s.resp = c.finish(out)
+	s.resp = c.finish(s, out)
 	c.answered(s)
 	return true
 }
@@ -402,9 +457,14 @@ func (c *conn) runDeferred(r *request, d deferred) (out any) {
 	return d()
 }
 
-func (c *conn) finish(out any) any {
+// finish turns a handler's result into the slot's response.
+func (c *conn) finish(s *slot, out any) any {
 	if resp, ok := out.(kmsg.Response); ok && resp != nil {
 		return resp
+	}
+	if rc, ok := out.(respondAndClose); ok {
+		s.closeAfter, s.closeWhy = true, rc.reason
+		return rc.resp
 	}
 	return out
 }
@@ -495,8 +555,16 @@ func (c *conn) writer() {
 				err = c.writeParts(bw, parts)
 			}
 		}
+		closeAfter, why, key := s.closeAfter, s.closeWhy, s.key
 		if err == nil {
 			releaseSlot(s) // bw holds copies; the rest went out synchronously
+		}
+		if err == nil && closeAfter {
+			bw.Flush()
+			c.b.log.Warn("closing connection", "remote", c.remote, "api_key", key, "reason", why)
+			c.close()
+			broken = true
+			continue
 		}
 		if err == nil && len(c.slots) == 0 {
 			err = bw.Flush()

@@ -49,6 +49,7 @@ type uringConn struct {
 // OpenRingConn implements ioring.RingConnHandler (on the accepting loop).
 func (b *Broker) OpenRingConn(rc *ioring.RingConn) ioring.RingConnCallbacks {
 	c := &conn{b: b, shard: rc.Shard().ID(), remote: rc.RemoteAddr(), closed: make(chan struct{})}
+	c.setListener(&b.cfg.Listeners[rc.Listener()])
 	u := &uringConn{c: c, rc: rc, sh: rc.Shard()}
 	u.pumpFn = func() { u.pumpQueued.Store(false); u.pump() }
 	u.closeFn = func() { u.rc.Close() }
@@ -243,7 +244,13 @@ func (u *uringConn) pump() {
 				}
 			}
 		}
+		closeAfter, why, key := s.closeAfter, s.closeWhy, s.key
 		releaseSlot(s) // small parts were copied; file chunks and large ones are not ours
+		if closeAfter {
+			c.b.log.Warn("closing connection", "remote", c.remote, "api_key", key, "reason", why)
+			u.closeAfterFlush() // after the answer just queued
+			break
+		}
 	}
 	u.rc.Flush()
 	if u.rc.Paused() && !u.closing.Load() && !u.stopRead.Load() && u.inFlight() < maxInFlight/2 {

@@ -3,7 +3,8 @@ package appliance
 // DescribeCluster (key 60), v0-v1 (KIP-700, KIP-919).
 //
 // Answers the cluster id and this broker as the only broker, with its
-// advertised host and port and no rack. The controller id is this broker's
+// advertised host and port on the listener the request came in on, and no
+// rack. The controller id is this broker's
 // node id: it is its own controller. v1 carries an endpoint type; this
 // broker serves the brokers endpoint (1) only. As in Kafka's
 // computeDescribeClusterResponse, the controllers type (2) answers
@@ -53,8 +54,7 @@ func handleDescribeCluster(b *Broker, r *request) any {
 	}
 	br := kmsg.NewDescribeClusterResponseBroker()
 	br.NodeID = b.cfg.NodeID
-	br.Host = b.cfg.AdvertisedHost
-	br.Port = b.cfg.AdvertisedPort
+	br.Host, br.Port = b.advertisedFor(r) // listeners.go
 	resp.Brokers = append(resp.Brokers, br)
 	return resp
 }

@@ -2,7 +2,8 @@
 // image and its log, the controller, partitions on their owner shards, the
 // Kafka wire protocol (one handler file per API key, each opening with a
 // comment on its behaviour and versions), the group and transaction
-// coordinators, and the ACL authorizer (authorizer.go) over the bindings in
+// coordinators, the listeners (listeners.go) with SASL authentication
+// (sasl.go), and the ACL authorizer (authorizer.go) over the bindings in
 // the image (acl.go). It satisfies the small interfaces that cluster
 // and tiering declare.
 //

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/ringbroker/ringbroker/ioring"
@@ -39,6 +40,7 @@ func (b *Broker) planEngine() (enginePlan, error) {
 		}
 	}
 	p.ring = true
+	b.spareProcsForRings()
 	cpus, node, _, err := placeShards(b.cfg.Shards, b.cfg.LogDir)
 	if err != nil {
 		b.log.Warn("cannot read the topology, shards are not pinned", "err", err)
@@ -48,6 +50,25 @@ func (b *Broker) planEngine() (enginePlan, error) {
 		p.placement = append(p.placement, ioring.Placement{CPU: c, Node: node})
 	}
 	return p, nil
+}
+
+// spareProcsForRings raises GOMAXPROCS by one per ring shard. A ring
+// shard's goroutine keeps its P while it sleeps in io_uring_enter (a
+// blocking syscall: the runtime takes the P back only through sysmon, 20 us
+// to 10 ms later), so with GOMAXPROCS at the CPU count, sleeping shards hold
+// every P and the goroutines they wake (deferred handlers, the group
+// committer, timers) wait for sysmon. The extra Ps leave the usual count to
+// the rest of the runtime; a shard asleep uses no CPU. GOMAXPROCS set in
+// the environment, or io.uring.spare.procs=false, leaves it alone.
+func (b *Broker) spareProcsForRings() {
+	if os.Getenv("GOMAXPROCS") != "" || !b.cfg.UringSpareProcs {
+		return
+	}
+	want := runtime.NumCPU() + b.cfg.Shards
+	if prev := runtime.GOMAXPROCS(0); prev < want {
+		runtime.GOMAXPROCS(want)
+		b.log.Info("GOMAXPROCS raised for the ring shards", "from", prev, "to", want)
+	}
 }
 
 // placeShards loads the machine's topology and places n shards. node is the
@@ -87,17 +108,23 @@ func (b *Broker) newShardLoop(i int, p enginePlan) (*ioring.Shard, error) {
 	return s, err
 }
 
-// newEngine binds the listeners of the planned engine.
+// newEngine binds the listeners of the planned engine: every listener of
+// cfg.Listeners on every shard, in that order (the engine's listener index
+// is the index in cfg.Listeners).
 func (b *Broker) newEngine(p enginePlan) (ioring.Engine, error) {
+	addrs := make([]string, len(b.cfg.Listeners))
+	for i, l := range b.cfg.Listeners {
+		addrs[i] = l.Addr
+	}
 	if !p.ring {
-		return ioring.NewNetpoll(ioring.NetpollOptions{Addr: b.cfg.ListenAddr, Shards: b.cfg.Shards, Logger: b.log})
+		return ioring.NewNetpoll(ioring.NetpollOptions{Addrs: addrs, Shards: b.cfg.Shards, Logger: b.log})
 	}
 	shards := make([]*ioring.Shard, len(b.shards))
 	for i, st := range b.shards {
 		shards[i] = st.loop
 	}
 	return ioring.NewUring(ioring.UringOptions{
-		Addr: b.cfg.ListenAddr, Shards: shards, Logger: b.log,
+		Addrs: addrs, Shards: shards, Logger: b.log,
 		MaxFrame: b.cfg.SocketRequestMaxBytes, MinFrame: 8,
 		IdleTimeout: time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
 	})

@@ -3,8 +3,9 @@ package appliance
 // FindCoordinator (key 10), v0-v6.
 //
 // Group keys (type 0) are coordinated by this broker, the leader of every
-// __consumer_offsets partition: the answer is our node id and advertised
-// address. Transaction keys (type 1) likewise: this broker leads every
+// __consumer_offsets partition: the answer is our node id and the
+// advertised address of the listener the request came in on. Transaction
+// keys (type 1) likewise: this broker leads every
 // __transaction_state partition (COORDINATOR_NOT_AVAILABLE until the
 // transaction coordinator is loaded); other types INVALID_REQUEST. v4+
 // batches keys (KIP-699) and answers one coordinator per key.
@@ -31,11 +32,13 @@ func handleFindCoordinator(b *Broker, r *request) any {
 		case req.CoordinatorType == 0 && !b.groupsReady():
 			err = kerr.CoordinatorNotAvailable
 		case req.CoordinatorType == 0:
-			c.NodeID, c.Host, c.Port = b.cfg.NodeID, b.cfg.AdvertisedHost, b.cfg.AdvertisedPort
+			c.NodeID = b.cfg.NodeID
+			c.Host, c.Port = b.advertisedFor(r)
 		case req.CoordinatorType == 1 && b.txn == nil:
 			err = kerr.CoordinatorNotAvailable
 		case req.CoordinatorType == 1:
-			c.NodeID, c.Host, c.Port = b.cfg.NodeID, b.cfg.AdvertisedHost, b.cfg.AdvertisedPort
+			c.NodeID = b.cfg.NodeID
+			c.Host, c.Port = b.advertisedFor(r)
 		default:
 			err = kerr.InvalidRequest
 		}

@@ -2,7 +2,8 @@ package appliance
 
 // Metadata (key 3), v0-v12.
 //
-// One broker (ourselves, as advertised), the cluster id (v2+), the
+// One broker (ourselves, as advertised on the listener the request came in
+// on, Kafka's per-listener-name answer), the cluster id (v2+), the
 // controller (v1+, ourselves), and the requested topics: null means all
 // (v1+; in v0 an empty list means all). Unknown topics are created when
 // auto.create.topics.enable is on and the request allows it (v4+ flag;
@@ -64,7 +65,8 @@ func buildMetadata(b *Broker, r *request, req *kmsg.MetadataRequest, createErrs 
 	im := b.currentImage()
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	br := kmsg.NewMetadataResponseBroker()
-	br.NodeID, br.Host, br.Port = b.cfg.NodeID, b.cfg.AdvertisedHost, b.cfg.AdvertisedPort
+	br.NodeID = b.cfg.NodeID
+	br.Host, br.Port = b.advertisedFor(r) // listeners.go
 	resp.Brokers = []kmsg.MetadataResponseBroker{br}
 	cid := b.cfg.ClusterID
 	resp.ClusterID = &cid

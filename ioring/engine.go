@@ -12,10 +12,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ConnHandler serves one accepted connection for its home shard. ServeConn
-// owns c and must close it before returning.
+// ConnHandler serves one accepted connection for its home shard. listener
+// is the index of the address that accepted it (NetpollOptions.Addrs,
+// UringOptions.Addrs; 0 for a single Addr). ServeConn owns c and must close
+// it before returning.
 type ConnHandler interface {
-	ServeConn(shard int, c net.Conn)
+	ServeConn(shard, listener int, c net.Conn)
 }
 
 // Engine accepts connections for every shard and hands each to the handler
@@ -23,8 +25,11 @@ type ConnHandler interface {
 type Engine interface {
 	// Name is the io.engine value: "netpoll" or "uring".
 	Name() string
-	// Addr is the bound listener address (useful when the port was 0).
+	// Addr is the bound address of the first listener (useful when the
+	// port was 0).
 	Addr() net.Addr
+	// Addrs are the bound addresses of every listener, in option order.
+	Addrs() []net.Addr
 	// Serve runs until Close; it returns nil after Close.
 	Serve(h ConnHandler) error
 	// Close stops accepting and closes the listeners; connections are closed by the handler.
@@ -33,46 +38,40 @@ type Engine interface {
 
 // NetpollOptions configures the netpoll engine.
 type NetpollOptions struct {
-	Addr   string // host:port
-	Shards int    // one SO_REUSEPORT listener per shard
+	Addr   string   // host:port; shorthand for Addrs with one entry
+	Addrs  []string // host:port of each listener; when set, Addr is ignored
+	Shards int      // one SO_REUSEPORT socket per listener and shard
 	Logger *slog.Logger
 }
 
-// netpoll is the Go-runtime-poller engine: one SO_REUSEPORT listener per
-// shard, so the kernel spreads connections across shards; each connection is
-// served by its own goroutine.
-type netpoll struct {
-	lns    []net.Listener
-	log    *slog.Logger
-	mu     sync.Mutex
-	closed bool
-	wg     sync.WaitGroup
+// listenAddrs returns addrs, or addr alone when addrs is empty.
+func listenAddrs(addr string, addrs []string) []string {
+	if len(addrs) > 0 {
+		return addrs
+	}
+	return []string{addr}
 }
 
-// NewNetpoll binds the listeners. With port 0 the first listener picks the
-// port and the others reuse it.
-func NewNetpoll(o NetpollOptions) (Engine, error) {
-	if o.Shards <= 0 {
-		o.Shards = 1
+// reusePortListenConfig sets SO_REUSEPORT, so that one socket per shard
+// can bind the same address and the kernel spreads connections over them.
+var reusePortListenConfig = net.ListenConfig{Control: func(network, address string, c syscall.RawConn) error {
+	var serr error
+	if err := c.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+	}); err != nil {
+		return err
 	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	lc := net.ListenConfig{Control: func(network, address string, c syscall.RawConn) error {
-		var serr error
-		if err := c.Control(func(fd uintptr) {
-			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
-		}); err != nil {
-			return err
-		}
-		return serr
-	}}
-	e := &netpoll{log: o.Logger}
-	addr := o.Addr
-	for i := 0; i < o.Shards; i++ {
-		ln, err := lc.Listen(context.Background(), "tcp", addr)
+	return serr
+}}
+
+// listenShards binds n SO_REUSEPORT sockets on addr; with port 0 the first
+// picks the port and the others reuse it.
+func listenShards(addr string, n int) ([]net.Listener, error) {
+	var lns []net.Listener
+	for i := 0; i < n; i++ {
+		ln, err := reusePortListenConfig.Listen(context.Background(), "tcp", addr)
 		if err != nil {
-			for _, l := range e.lns {
+			for _, l := range lns {
 				l.Close()
 			}
 			return nil, fmt.Errorf("cannot listen on %q for shard %d: %w", addr, i, err)
@@ -80,19 +79,57 @@ func NewNetpoll(o NetpollOptions) (Engine, error) {
 		if i == 0 {
 			addr = ln.Addr().String()
 		}
-		e.lns = append(e.lns, ln)
+		lns = append(lns, ln)
+	}
+	return lns, nil
+}
+
+// netpoll is the Go-runtime-poller engine: one SO_REUSEPORT listener per
+// shard, so the kernel spreads connections across shards; each connection is
+// served by its own goroutine.
+type netpoll struct {
+	lns    []net.Listener // listener l, shard i at l*shards+i
+	shards int
+	addrs  []net.Addr
+	log    *slog.Logger
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// NewNetpoll binds the listeners: one socket per address and shard. With
+// port 0 the first shard's socket picks the port and the others reuse it.
+func NewNetpoll(o NetpollOptions) (Engine, error) {
+	if o.Shards <= 0 {
+		o.Shards = 1
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	e := &netpoll{log: o.Logger, shards: o.Shards}
+	for _, addr := range listenAddrs(o.Addr, o.Addrs) {
+		lns, err := listenShards(addr, o.Shards)
+		if err != nil {
+			for _, l := range e.lns {
+				l.Close()
+			}
+			return nil, err
+		}
+		e.lns = append(e.lns, lns...)
+		e.addrs = append(e.addrs, lns[0].Addr())
 	}
 	return e, nil
 }
 
-func (e *netpoll) Name() string   { return "netpoll" }
-func (e *netpoll) Addr() net.Addr { return e.lns[0].Addr() }
+func (e *netpoll) Name() string      { return "netpoll" }
+func (e *netpoll) Addr() net.Addr    { return e.addrs[0] }
+func (e *netpoll) Addrs() []net.Addr { return e.addrs }
 
 func (e *netpoll) Serve(h ConnHandler) error {
 	errs := make(chan error, len(e.lns))
 	for i, ln := range e.lns {
 		e.wg.Add(1)
-		go func(shard int, ln net.Listener) {
+		go func(shard, listener int, ln net.Listener) {
 			defer e.wg.Done()
 			for {
 				c, err := ln.Accept()
@@ -118,9 +155,9 @@ func (e *netpoll) Serve(h ConnHandler) error {
 				if tc, ok := c.(*net.TCPConn); ok {
 					_ = tc.SetNoDelay(true)
 				}
-				go h.ServeConn(shard, c)
+				go h.ServeConn(shard, listener, c)
 			}
-		}(i, ln)
+		}(i%e.shards, i/e.shards, ln)
 	}
 	var first error
 	for range e.lns {

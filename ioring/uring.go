@@ -64,7 +64,8 @@ type RingConnCallbacks interface {
 
 // UringOptions configures the uring engine.
 type UringOptions struct {
-	Addr   string   // host:port; port 0 picks one for all shards
+	Addr   string   // host:port; port 0 picks one for all shards; shorthand for Addrs with one entry
+	Addrs  []string // host:port of each listener; when set, Addr is ignored
 	Shards []*Shard // ring shards (NewRingShard), one listener each
 	Logger *slog.Logger
 	// MaxFrame and MinFrame bound the announced frame size
@@ -88,10 +89,11 @@ type UringOptions struct {
 // RingConn is one connection of the uring engine. All methods must be
 // called on its shard's loop (Shard().Post from elsewhere).
 type RingConn struct {
-	us     *uringShard
-	fd     int
-	remote string
-	cb     RingConnCallbacks
+	us       *uringShard
+	fd       int
+	listener int
+	remote   string
+	cb       RingConnCallbacks
 
 	// receive
 	recvUD    uint64
@@ -144,10 +146,10 @@ type uringShard struct {
 	sh      *Shard
 	ring    *Ring
 	br      *BufRing
-	lfd     int
+	lfds    []int // one listening socket per listener (UringOptions.Addrs)
 	h       RingConnHandler
 	conns   map[*RingConn]struct{}
-	accepts HandlerFunc
+	accepts []HandlerFunc // per listener
 	closing bool
 	started bool
 }
@@ -156,6 +158,7 @@ type uring struct {
 	o       UringOptions
 	lns     []*net.TCPListener
 	files   []*os.File
+	addrs   []net.Addr // per listener
 	mu      sync.Mutex
 	closed  bool
 	stop    chan struct{}
@@ -163,8 +166,8 @@ type uring struct {
 	serving bool
 }
 
-// NewUring binds one SO_REUSEPORT listener per shard in o.Shards, which
-// must be ring shards. Serve arms the accepts on each shard's loop.
+// NewUring binds one SO_REUSEPORT socket per listener address and shard in
+// o.Shards, which must be ring shards. Serve arms the accepts on each shard's loop.
 func NewUring(o UringOptions) (Engine, error) {
 	if len(o.Shards) == 0 {
 		return nil, fmt.Errorf("cannot start the uring engine without shards")
@@ -189,37 +192,33 @@ func NewUring(o UringOptions) (Engine, error) {
 	if o.RecvBufSize <= 0 {
 		o.RecvBufSize = 32 << 10
 	}
-	lc := net.ListenConfig{Control: func(network, address string, c syscall.RawConn) error {
-		var serr error
-		if err := c.Control(func(fd uintptr) {
-			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
-		}); err != nil {
-			return err
-		}
-		return serr
-	}}
 	e := &uring{o: o, stop: make(chan struct{})}
-	addr := o.Addr
-	for i, s := range o.Shards {
-		ln, err := lc.Listen(context.Background(), "tcp", addr)
-		if err != nil {
-			e.closeListeners()
-			return nil, fmt.Errorf("cannot listen on %q for shard %d: %w", addr, s.ID(), err)
+	for _, s := range o.Shards {
+		e.shards = append(e.shards, &uringShard{e: e, sh: s, conns: map[*RingConn]struct{}{}})
+	}
+	for _, addr := range listenAddrs(o.Addr, o.Addrs) {
+		for i, us := range e.shards {
+			ln, err := reusePortListenConfig.Listen(context.Background(), "tcp", addr)
+			if err != nil {
+				e.closeListeners()
+				return nil, fmt.Errorf("cannot listen on %q for shard %d: %w", addr, us.sh.ID(), err)
+			}
+			tl := ln.(*net.TCPListener)
+			e.lns = append(e.lns, tl)
+			if i == 0 {
+				addr = ln.Addr().String()
+				e.addrs = append(e.addrs, ln.Addr())
+			}
+			// A dup of the socket for the ring; the net.Listener stays open (and
+			// never accepts) so Addr works and the port stays bound.
+			f, err := tl.File()
+			if err != nil {
+				e.closeListeners()
+				return nil, fmt.Errorf("cannot get the listener fd of shard %d: %w", us.sh.ID(), err)
+			}
+			e.files = append(e.files, f)
+			us.lfds = append(us.lfds, int(f.Fd()))
 		}
-		tl := ln.(*net.TCPListener)
-		e.lns = append(e.lns, tl)
-		if i == 0 {
-			addr = ln.Addr().String()
-		}
-		// A dup of the socket for the ring; the net.Listener stays open (and
-		// never accepts) so Addr works and the port stays bound.
-		f, err := tl.File()
-		if err != nil {
-			e.closeListeners()
-			return nil, fmt.Errorf("cannot get the listener fd of shard %d: %w", s.ID(), err)
-		}
-		e.files = append(e.files, f)
-		e.shards = append(e.shards, &uringShard{e: e, sh: s, lfd: int(f.Fd()), conns: map[*RingConn]struct{}{}})
 	}
 	return e, nil
 }
@@ -233,8 +232,9 @@ func (e *uring) closeListeners() {
 	}
 }
 
-func (e *uring) Name() string   { return "uring" }
-func (e *uring) Addr() net.Addr { return e.lns[0].Addr() }
+func (e *uring) Name() string      { return "uring" }
+func (e *uring) Addr() net.Addr    { return e.addrs[0] }
+func (e *uring) Addrs() []net.Addr { return e.addrs }
 
 // Serve arms every shard's accept and waits for Close. h must implement
 // RingConnHandler.
@@ -293,9 +293,11 @@ func (us *uringShard) start(h RingConnHandler) error {
 		return fmt.Errorf("cannot set up receive buffers of shard %d: %w", us.sh.ID(), err)
 	}
 	us.br = br
-	us.accepts = us.onAccept
-	if err := us.armAccept(); err != nil {
-		return err
+	for l := range us.lfds {
+		us.accepts = append(us.accepts, func(c CQE) { us.onAccept(l, c) })
+		if err := us.armAccept(l); err != nil {
+			return err
+		}
 	}
 	us.started = true
 	us.sh.OnTick(us.tick)
@@ -311,8 +313,8 @@ func nextPow2(n int) int {
 	return min(p, maxBufRingEntries)
 }
 
-func (us *uringShard) armAccept() error {
-	if _, err := us.ring.AcceptMultishot(us.lfd, unix.SOCK_CLOEXEC, us.accepts); err != nil {
+func (us *uringShard) armAccept(l int) error {
+	if _, err := us.ring.AcceptMultishot(us.lfds[l], unix.SOCK_CLOEXEC, us.accepts[l]); err != nil {
 		return fmt.Errorf("cannot arm accept on shard %d: %w", us.sh.ID(), err)
 	}
 	return nil
@@ -324,7 +326,9 @@ func (us *uringShard) stopAccepting() {
 	}
 	us.closing = true
 	if us.started {
-		_, _ = us.ring.CancelFd(us.lfd, CancelAll, nil)
+		for _, fd := range us.lfds {
+			_, _ = us.ring.CancelFd(fd, CancelAll, nil)
+		}
 	}
 }
 
@@ -336,16 +340,17 @@ func (us *uringShard) shutdown() {
 	}
 }
 
-func (us *uringShard) onAccept(c CQE) {
+// onAccept handles the CQEs of listener l's multishot accept.
+func (us *uringShard) onAccept(l int, c CQE) {
 	if !c.More() && !us.closing {
 		if c.Res < 0 && (c.Res == -int32(unix.EMFILE) || c.Res == -int32(unix.ENFILE)) {
 			us.e.o.Logger.Warn("accept failed, file descriptors exhausted", "shard", us.sh.ID(), "err", c.Err())
 			_, _ = us.ring.Timeout(100*time.Millisecond, 0, 0, HandlerFunc(func(CQE) {
 				if !us.closing {
-					_ = us.armAccept()
+					_ = us.armAccept(l)
 				}
 			}))
-		} else if err := us.armAccept(); err != nil {
+		} else if err := us.armAccept(l); err != nil {
 			us.e.o.Logger.Error("cannot re-arm accept", "shard", us.sh.ID(), "err", err)
 		}
 	}
@@ -358,7 +363,7 @@ func (us *uringShard) onAccept(c CQE) {
 		return
 	}
 	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
-	rc := &RingConn{us: us, fd: fd, pipe: [2]int{-1, -1}, lastRecv: time.Now(), remote: peerName(fd)}
+	rc := &RingConn{us: us, fd: fd, listener: l, pipe: [2]int{-1, -1}, lastRecv: time.Now(), remote: peerName(fd)}
 	rc.recvH = rc.onRecv
 	rc.sendH = rc.onSend
 	rc.spInH = rc.onSpliceIn
@@ -405,6 +410,10 @@ func (us *uringShard) tick(now time.Time) {
 
 // Shard is the index of the connection's shard.
 func (c *RingConn) Shard() *Shard { return c.us.sh }
+
+// Listener is the index of the listener that accepted the connection
+// (UringOptions.Addrs; 0 for a single Addr).
+func (c *RingConn) Listener() int { return c.listener }
 
 // RemoteAddr is the peer's host:port.
 func (c *RingConn) RemoteAddr() string { return c.remote }

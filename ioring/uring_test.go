@@ -34,7 +34,7 @@ type echoConn struct {
 	held int
 }
 
-func (s *echoServer) ServeConn(int, net.Conn) {}
+func (s *echoServer) ServeConn(int, int, net.Conn) {}
 
 func (s *echoServer) OpenRingConn(c *RingConn) RingConnCallbacks {
 	s.opened.Add(1)
