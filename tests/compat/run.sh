@@ -50,6 +50,7 @@ log "building the broker and the helpers"
 $GO build -o "$WORK/ringbroker" ./tools/ringbroker
 $GO build -o "$WORK/saramasmoke" ./tests/compat/saramasmoke
 $GO build -o "$WORK/report" ./tests/compat/report
+$GO build -o "$WORK/scramcreds" ./tests/compat/scramcreds
 
 # module_dir MODULE@VERSION: downloads through the module proxy (a no-op when
 # GOMODCACHE has it) and copies the module to a writable directory.
@@ -91,8 +92,10 @@ SPECS=()
 
 if want kgo || want smoke; then
 	PORT=$(free_port)
-	start_broker main "$PORT"
-	log "broker on 127.0.0.1:$PORT"
+	SASL_PORT=$(free_port)
+	# A SASL_PLAINTEXT listener too, for kgo's TestSCRAMAuth* (KGO_TEST_SCRAM_SEEDS).
+	start_broker main "$PORT" "listeners=PLAINTEXT://127.0.0.1:$PORT,SASL_PLAINTEXT://127.0.0.1:$SASL_PORT"
+	log "broker on 127.0.0.1:$PORT (SASL_PLAINTEXT on $SASL_PORT)"
 fi
 
 if want kgo; then
@@ -100,6 +103,8 @@ if want kgo; then
 	FRANZ=$(module_dir "github.com/twmb/franz-go@$FRANZ_VERSION")
 	(cd "$FRANZ/pkg/kgo" && GOFLAGS=-mod=mod $GO test -c -o "$WORK/kgo.test" .)
 	export KGO_SEEDS=127.0.0.1:$PORT KGO_TEST_RF=1 KGO_TEST_RECORDS=50000
+	"$WORK/scramcreds" "127.0.0.1:$PORT" kgoscram:256:kgo-secret-256
+	export KGO_TEST_SCRAM_SEEDS=127.0.0.1:$SASL_PORT KGO_TEST_SCRAM=kgoscram:kgo-secret-256
 	# TestTxnEtl runs on its own with its own limit, so a hang there does not
 	# take the rest of the suite's results with it.
 	log "franz-go: running pkg/kgo tests (limit ${KGO_TIMEOUT}s)"
@@ -108,7 +113,7 @@ if want kgo; then
 	log "franz-go: running TestTxnEtl (limit ${KGO_TXN_TIMEOUT}s)"
 	(cd "$FRANZ/pkg/kgo" && timeout -k 10 "$((KGO_TXN_TIMEOUT + 30))" $GO tool test2json -t -p kgo "$WORK/kgo.test" \
 		-test.v=test2json -test.timeout "${KGO_TXN_TIMEOUT}s" -test.run '^TestTxnEtl$' >"$OUT/kgo-txn.json" 2>&1) || true
-	unset KGO_SEEDS KGO_TEST_RF KGO_TEST_RECORDS
+	unset KGO_SEEDS KGO_TEST_RF KGO_TEST_RECORDS KGO_TEST_SCRAM_SEEDS KGO_TEST_SCRAM
 	SPECS+=("franz-go|$FRANZ_VERSION|pkg/kgo integration|test2json|$OUT/kgo.json,$OUT/kgo-txn.json")
 fi
 
@@ -138,7 +143,9 @@ if want kafkago; then
 		GOFLAGS=-mod=mod $GO test -count=1 -run '^$' ./... >/dev/null)
 	# The tests dial localhost:9092 and expect node 1, auto-create on, and
 	# Kafka's docker settings (message.max.bytes 200000000, the ACL authorizer
-	# with allow.everyone.if.no.acl.found=true).
+	# with allow.everyone.if.no.acl.found=true, a SASL_PLAINTEXT listener on
+	# 9093 with PLAIN user adminplain and SCRAM user adminscram, whose
+	# credentials kafka-configs.sh creates there and scramcreds here).
 	# log.cleaner.min.cleanable.ratio=0.01: TestReaderReadCompactedMessage
 	# assumes the cleaner's first pass comes after its ~460 writes. A pass that
 	# lands mid-write (the 15 s cleaner tick is not aligned with the test)
@@ -149,13 +156,17 @@ if want kafkago; then
 	set -u
 	ip link set lo up 2>/dev/null || true
 	WORK=$WORK OUT=$OUT
-	"\$WORK/ringbroker" "$ROOT/config/server.properties" --override listeners=PLAINTEXT://127.0.0.1:9092 \
-		--override advertised.listeners=PLAINTEXT://localhost:9092 --override log.dirs=\$WORK/kafkago-data \
+	"\$WORK/ringbroker" "$ROOT/config/server.properties" \
+		--override listeners=PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093 \
+		--override advertised.listeners=PLAINTEXT://localhost:9092,SASL_PLAINTEXT://localhost:9093 \
+		--override 'listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_adminplain="admin-secret";' \
+		--override log.dirs=\$WORK/kafkago-data \
 		--override metrics.listener=none --override node.id=1 --override auto.create.topics.enable=true \
 		--override message.max.bytes=200000000 --override log.cleaner.min.cleanable.ratio=0.01 \
 		--override authorizer.class.name=kafka.security.authorizer.AclAuthorizer --override allow.everyone.if.no.acl.found=true >\$OUT/kafkago-broker.log 2>&1 &
 	BP=\$!
 	for _ in \$(seq 100); do (echo >/dev/tcp/127.0.0.1/9092) 2>/dev/null && break; sleep 0.1; done
+	"\$WORK/scramcreds" 127.0.0.1:9092 adminscram:256:admin-secret-256 adminscram:512:admin-secret-512 >\$OUT/kafkago-scramcreds.log 2>&1
 	export KAFKA_VERSION=3.7.0 KAFKA_SKIP_NETTEST=1 GOFLAGS=-mod=mod GOPROXY=off
 	cd "$KAFKAGO"
 	# Root package: run the binary, and after a panic (a test that kills the
