@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -394,7 +395,7 @@ func parseFrameInto(frame []byte, rs *reqState) (pr parsedFrame, err error) {
 			pr.req, derr = &rs.fetchReq, decodeFetch(&rs.fetchReq, pr.version, rest)
 		}
 		if derr != nil {
-			return pr, fmt.Errorf("cannot decode request body: %w", derr)
+			return pr, bodyDecodeError(pr.key, pr.version, derr)
 		}
 		pr.reused = true
 		return pr, nil
@@ -428,9 +429,19 @@ func parseFrameInto(frame []byte, rs *reqState) (pr parsedFrame, err error) {
 		return pr, fmt.Errorf("cannot read request header tagged fields")
 	}
 	if err := req.ReadFrom(body); err != nil {
-		return pr, fmt.Errorf("cannot decode request body: %w", err)
+		return pr, bodyDecodeError(pr.key, pr.version, err)
 	}
 	return pr, nil
+}
+
+// bodyDecodeError names the request whose body could not be decoded. kmsg
+// reports a short body in words written for responses ("response did not
+// contain enough data"), which misled readers of the log.
+func bodyDecodeError(key, version int16, err error) error {
+	if strings.Contains(err.Error(), "did not contain enough data") {
+		return fmt.Errorf("cannot decode %s v%d request body: truncated, or a length field points past its end", kmsg.NameForKey(key), version)
+	}
+	return fmt.Errorf("cannot decode %s v%d request body: %w", kmsg.NameForKey(key), version, err)
 }
 
 // runHandler calls the handler, turning a panic into a closed connection
