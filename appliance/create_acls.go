@@ -25,10 +25,32 @@ func init() {
 // errSecurityDisabledMsg is Kafka's message for SECURITY_DISABLED.
 const errSecurityDisabledMsg = "No Authorizer is configured."
 
+// aclAPIRefusal is what every result of an ACL request answers when the
+// authorizer is off (SECURITY_DISABLED) or the principal may not perform op
+// on the cluster (CLUSTER_AUTHORIZATION_FAILED); ok when neither applies.
+func (b *Broker) aclAPIRefusal(r *request, op kmsg.ACLOperation) (code int16, msg string, ok bool) {
+	if b.authz == nil {
+		return kerr.SecurityDisabled.Code, errSecurityDisabledMsg, false
+	}
+	if !b.authorizeCluster(r, op) {
+		return kerr.ClusterAuthorizationFailed.Code, "the principal is not allowed " + op.String() + " on the cluster", false
+	}
+	return 0, "", true
+}
+
+// aclPattern is a request's pattern type: v0 of the ACL APIs has no field
+// and means LITERAL (KIP-290).
+func aclPattern(version int16, pt kmsg.ACLResourcePatternType) int8 {
+	if version == 0 {
+		pt = aclPatLiteral
+	}
+	return int8(pt)
+}
+
 func handleCreateACLs(b *Broker, r *request) any {
 	req := r.req.(*kmsg.CreateACLsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
-	fail := func(code int16, msg string) any {
+	if code, msg, ok := b.aclAPIRefusal(r, kmsg.ACLOperationAlter); !ok {
 		for range req.Creations {
 			res := kmsg.NewCreateACLsResponseResult()
 			res.ErrorCode = code
@@ -37,19 +59,9 @@ func handleCreateACLs(b *Broker, r *request) any {
 		}
 		return resp
 	}
-	if b.authz == nil {
-		return fail(kerr.SecurityDisabled.Code, errSecurityDisabledMsg)
-	}
-	if !b.authorizeCluster(r, kmsg.ACLOperationAlter) {
-		return fail(kerr.ClusterAuthorizationFailed.Code, "the principal is not allowed ALTER on the cluster")
-	}
 	bindings := make([]ACLBinding, len(req.Creations))
 	for i, c := range req.Creations {
-		pt := c.ResourcePatternType
-		if r.version == 0 {
-			pt = aclPatLiteral
-		}
-		bindings[i] = ACLBinding{ResourceType: int8(c.ResourceType), ResourceName: c.ResourceName, PatternType: int8(pt),
+		bindings[i] = ACLBinding{ResourceType: int8(c.ResourceType), ResourceName: c.ResourceName, PatternType: aclPattern(r.version, c.ResourcePatternType),
 			Principal: c.Principal, Host: c.Host, Operation: int8(c.Operation), Permission: int8(c.PermissionType)}
 	}
 	return deferred(func() any {

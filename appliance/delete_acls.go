@@ -11,7 +11,6 @@ package appliance
 // UNKNOWN element answers INVALID_REQUEST (42).
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -22,7 +21,7 @@ func init() {
 func handleDeleteACLs(b *Broker, r *request) any {
 	req := r.req.(*kmsg.DeleteACLsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
-	fail := func(code int16, msg string) any {
+	if code, msg, ok := b.aclAPIRefusal(r, kmsg.ACLOperationAlter); !ok {
 		for range req.Filters {
 			res := kmsg.NewDeleteACLsResponseResult()
 			res.ErrorCode = code
@@ -31,19 +30,9 @@ func handleDeleteACLs(b *Broker, r *request) any {
 		}
 		return resp
 	}
-	if b.authz == nil {
-		return fail(kerr.SecurityDisabled.Code, errSecurityDisabledMsg)
-	}
-	if !b.authorizeCluster(r, kmsg.ACLOperationAlter) {
-		return fail(kerr.ClusterAuthorizationFailed.Code, "the principal is not allowed ALTER on the cluster")
-	}
 	filters := make([]ACLFilter, len(req.Filters))
 	for i, f := range req.Filters {
-		pt := f.ResourcePatternType
-		if r.version == 0 {
-			pt = aclPatLiteral
-		}
-		filters[i] = ACLFilter{ResourceType: int8(f.ResourceType), ResourceName: f.ResourceName, PatternType: int8(pt),
+		filters[i] = ACLFilter{ResourceType: int8(f.ResourceType), ResourceName: f.ResourceName, PatternType: aclPattern(r.version, f.ResourcePatternType),
 			Principal: f.Principal, Host: f.Host, Operation: int8(f.Operation), Permission: int8(f.PermissionType)}
 	}
 	return deferred(func() any {

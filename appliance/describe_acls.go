@@ -12,7 +12,6 @@ package appliance
 // (42). Matching bindings come grouped by resource pattern, sorted.
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -23,21 +22,12 @@ func init() {
 func handleDescribeACLs(b *Broker, r *request) any {
 	req := r.req.(*kmsg.DescribeACLsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
-	if b.authz == nil {
-		resp.ErrorCode = kerr.SecurityDisabled.Code
-		msg := errSecurityDisabledMsg
+	if code, msg, ok := b.aclAPIRefusal(r, kmsg.ACLOperationDescribe); !ok {
+		resp.ErrorCode = code
 		resp.ErrorMessage = &msg
 		return resp
 	}
-	if !b.authorizeCluster(r, kmsg.ACLOperationDescribe) {
-		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
-		return resp
-	}
-	pt := req.ResourcePatternType
-	if r.version == 0 {
-		pt = aclPatLiteral
-	}
-	f := ACLFilter{ResourceType: int8(req.ResourceType), ResourceName: req.ResourceName, PatternType: int8(pt),
+	f := ACLFilter{ResourceType: int8(req.ResourceType), ResourceName: req.ResourceName, PatternType: aclPattern(r.version, req.ResourcePatternType),
 		Principal: req.Principal, Host: req.Host, Operation: int8(req.Operation), Permission: int8(req.PermissionType)}
 	if err := f.validate(); err != nil {
 		resp.ErrorCode = errCode(err)
