@@ -266,7 +266,9 @@ func (s *scramServer) clientFinalMsg(m string) ([]byte, error) {
 	if gs2, err := base64.StdEncoding.DecodeString(cb); err != nil || string(gs2) != s.gs2Header {
 		return nil, bad("channel binding does not match the GS2 header")
 	}
-	if n, ok := strings.CutPrefix(fields[1], "r="); !ok || n != s.fullNonce {
+	// Kafka accepts a nonce that ends with the server-first nonce (its
+	// check is endsWith); librdkafka sends its client nonce in front of it.
+	if n, ok := strings.CutPrefix(fields[1], "r="); !ok || !strings.HasSuffix(n, s.fullNonce) {
 		return nil, bad("nonce does not match")
 	}
 	proof, err := base64.StdEncoding.DecodeString(proofB64)

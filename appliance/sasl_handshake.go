@@ -10,10 +10,11 @@ package appliance
 // PLAINTEXT listener, or after authentication, it answers
 // ILLEGAL_SASL_STATE and the connection stays open, as Kafka's request
 // handler answers. v0, where raw SASL tokens without Kafka framing follow
-// the handshake, is not implemented: it is not advertised, and a v0
-// request is answered UNSUPPORTED_VERSION (35) with the mechanisms (the
-// v0 and v1 bodies are the same); franz-go, kafka-go, librdkafka and the
-// Java client use v1 with SaslAuthenticate.
+// the handshake, is not implemented: a v0 request is answered
+// UNSUPPORTED_VERSION (35) with the mechanisms (the v0 and v1 bodies are the
+// same). ApiVersions still lists 0-1, as Kafka does: librdkafka (kcat,
+// confluent-kafka) refuses to authenticate when v0 is not listed, then sends
+// v1 and SaslAuthenticate, as franz-go, kafka-go and the Java client do.
 
 import (
 	"fmt"
@@ -23,7 +24,7 @@ import (
 )
 
 func init() {
-	register(apiDef{key: 17, min: 1, max: 1, handle: handleSaslHandshake, unsupported: saslHandshakeUnsupported})
+	register(apiDef{key: 17, min: 1, max: 1, advertiseMin: 0, advertise: true, handle: handleSaslHandshake, unsupported: saslHandshakeUnsupported})
 }
 
 func handleSaslHandshake(b *Broker, r *request) any {

@@ -2,11 +2,13 @@ package appliance
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/pbkdf2"
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -300,4 +302,45 @@ func FuzzParsePlainJAAS(f *testing.F) {
 	f.Add(`org.apache.kafka.common.security.plain.PlainLoginModule required user_a="b\"c";`)
 	f.Add(`x optional k=v; y required;`)
 	f.Fuzz(func(t *testing.T, s string) { _, _ = parsePlainJAAS(s) })
+}
+
+// TestScramServerNonceSuffix: as Kafka (endsWith), a client-final nonce
+// that ends with the server-first nonce is accepted, as librdkafka sends
+// it with its client nonce in front; a nonce that does not end with it
+// is refused.
+func TestScramServerNonceSuffix(t *testing.T) {
+	salt, _ := base64.StdEncoding.DecodeString("W22ZaJ0SNY7soEsUEjb6gQ==")
+	salted, err := pbkdf2.Key(sha256.New, "pencil", salt, 4096, sha256.Size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hm := func(key []byte, msg string) []byte {
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte(msg))
+		return m.Sum(nil)
+	}
+	clientKey := hm(salted, "Client Key")
+	storedKey := sha256.Sum256(clientKey)
+	for _, tc := range []struct {
+		nonce string // the client-final r= value, %s = the server-first nonce
+		ok    bool
+	}{{"%s", true}, {"rOprNGfwEbeRWgbNEkqO%s", true}, {"%sx", false}} {
+		s := newScramServer(scramSHA256, rfc7677Lookup(t), []byte("k"))
+		s.nonce = func() string { return "SRV" }
+		first, _, err := s.Step([]byte("n,,n=user,r=rOprNGfwEbeRWgbNEkqO"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		full := strings.TrimPrefix(strings.Split(string(first), ",")[0], "r=")
+		withoutProof := "c=biws,r=" + fmt.Sprintf(tc.nonce, full)
+		sig := hm(storedKey[:], "n=user,r=rOprNGfwEbeRWgbNEkqO,"+string(first)+","+withoutProof)
+		proof := make([]byte, len(clientKey))
+		for i := range proof {
+			proof[i] = clientKey[i] ^ sig[i]
+		}
+		_, done, err := s.Step([]byte(withoutProof + ",p=" + base64.StdEncoding.EncodeToString(proof)))
+		if ok := err == nil && done; ok != tc.ok {
+			t.Errorf("client-final nonce %q: done=%v err=%v, want accepted=%v", withoutProof, done, err, tc.ok)
+		}
+	}
 }
