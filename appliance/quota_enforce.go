@@ -17,6 +17,7 @@ package appliance
 
 import (
 	"encoding/binary"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,9 +25,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// anonymousUser is the principal name of every connection until SASL
-// arrives (Kafka's User:ANONYMOUS).
-const anonymousUser = "ANONYMOUS"
+// quotaUser is the user name a connection's quotas are resolved with: the
+// SASL-authenticated user, or ANONYMOUS (Kafka's User:ANONYMOUS) on
+// PLAINTEXT listeners.
+func quotaUser(c *conn) string {
+	return strings.TrimPrefix(c.principal(), "User:")
+}
 
 // quotaType is a byte-rate quota kind (Kafka's ClientQuotaType).
 type quotaType int
@@ -77,11 +81,11 @@ func newQuotaManager(props map[string]string, set *metrics.Set) (*quotaManager, 
 	return q, nil
 }
 
-// record counts bytes of a request from clientID against its quota of type
-// t in im, and returns how long to throttle it (0 under quota or with no
-// quota).
-func (q *quotaManager) record(im *Image, t quotaType, clientID string, bytes int64, now time.Time) time.Duration {
-	limit, tags, ok := im.resolveQuota(quotaTypeKeys[t], anonymousUser, clientID)
+// record counts bytes of a request from user and clientID against its
+// quota of type t in im, and returns how long to throttle it (0 under quota
+// or with no quota).
+func (q *quotaManager) record(im *Image, t quotaType, user, clientID string, bytes int64, now time.Time) time.Duration {
+	limit, tags, ok := im.resolveQuota(quotaTypeKeys[t], user, clientID)
 	if !ok {
 		return 0
 	}
@@ -153,7 +157,7 @@ func (b *Broker) produceQuota(im *Image, r *request, req *kmsg.ProduceRequest) t
 			n += int64(len(req.Topics[i].Partitions[j].Records))
 		}
 	}
-	return b.quotas.record(im, quotaProduce, r.clientID, n, time.Now())
+	return b.quotas.record(im, quotaProduce, quotaUser(r.c), r.clientID, n, time.Now())
 }
 
 // fetchQuota records a Fetch response's record bytes against the client's
@@ -170,7 +174,7 @@ func (b *Broker) fetchQuota(im *Image, r *request, outs []fetchTopicOut, out any
 			n += int64(outs[i].parts[j].bytes)
 		}
 	}
-	d := b.quotas.record(im, quotaFetch, r.clientID, n, time.Now())
+	d := b.quotas.record(im, quotaFetch, quotaUser(r.c), r.clientID, n, time.Now())
 	if d <= 0 {
 		return
 	}

@@ -258,16 +258,16 @@ func TestQuotaManagerRecord(t *testing.T) {
 	im := quotaImage(t, map[string][]ClientQuotaEntityPart{"c": {{Type: "client-id", Name: strp("slow")}}})
 	im.clientQuotas[quotaEntity{clientID: namedPart("slow")}][quotaProducerByteRate] = 1000
 	now := time.Unix(100, 0)
-	if d := q.record(im, quotaProduce, "slow", 500, now); d != 0 {
+	if d := q.record(im, quotaProduce, "ANONYMOUS", "slow", 500, now); d != 0 {
 		t.Errorf("under quota: throttled %v", d)
 	}
-	if d := q.record(im, quotaProduce, "slow", 1500, now); d != time.Second {
+	if d := q.record(im, quotaProduce, "ANONYMOUS", "slow", 1500, now); d != time.Second {
 		t.Errorf("2000 B in 1 s against 1000 B/s: throttled %v, want 1s", d)
 	}
-	if d := q.record(im, quotaProduce, "fast", 1<<30, now); d != 0 {
+	if d := q.record(im, quotaProduce, "ANONYMOUS", "fast", 1<<30, now); d != 0 {
 		t.Errorf("client without quota throttled %v", d)
 	}
-	if d := q.record(im, quotaFetch, "slow", 1<<30, now); d != 0 {
+	if d := q.record(im, quotaFetch, "ANONYMOUS", "slow", 1<<30, now); d != 0 {
 		t.Errorf("fetch without consumer_byte_rate throttled %v", d)
 	}
 	var buf bytes.Buffer
