@@ -71,6 +71,7 @@ type Config struct {
 	Shards                   int
 	IOEngine                 string // netpoll | uring | auto
 	UringSpareProcs          bool   // io.uring.spare.procs: GOMAXPROCS + shards with the uring engine (engine.go)
+	SaslServerMaxReceiveSize int32  // sasl.server.max.receive.size: largest frame before SASL authentication (Kafka's default 512 KiB)
 	LogIOMode                string // buffered | direct
 	LogIOCacheBytes          int64  // log.io.cache.bytes: per-shard block cache of direct mode (storage.go)
 	ConnectionsMaxIdleMs     int64
@@ -211,6 +212,7 @@ var brokerDefaults = map[string]string{
 	"listeners":                        "PLAINTEXT://127.0.0.1:9092",
 	"listener.security.protocol.map":   defaultSecurityProtocolMap,
 	"sasl.enabled.mechanisms":          defaultSaslMechanisms,
+	"sasl.server.max.receive.size":     "524288",
 	"log.dirs":                         "./data",
 	"num.partitions":                   "1",
 	"default.replication.factor":       "1",
@@ -305,6 +307,7 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 	c.Shards = int(i32("shards"))
 	c.IOEngine = get("io.engine")
 	c.UringSpareProcs = boolean("io.uring.spare.procs")
+	c.SaslServerMaxReceiveSize = i32("sasl.server.max.receive.size")
 	c.LogIOMode = get("log.io.mode")
 	c.LogIOCacheBytes = i64("log.io.cache.bytes")
 	c.MetricsListener = strings.TrimSpace(get("metrics.listener"))
@@ -407,6 +410,9 @@ func (c *Config) Validate() error {
 	}
 	if err := validateAuthorizerClass(c.AuthorizerClassName); err != nil {
 		return err
+	}
+	if c.SaslServerMaxReceiveSize < 8 {
+		return fmt.Errorf("sasl.server.max.receive.size must be at least 8 bytes, got %d", c.SaslServerMaxReceiveSize)
 	}
 	if metricsEnabled(c.MetricsListener) {
 		if _, _, err := net.SplitHostPort(c.MetricsListener); err != nil {

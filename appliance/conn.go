@@ -162,6 +162,9 @@ func (c *conn) authenticated(user string) {
 	c.user = "User:" + user
 	c.authPending = false
 	c.saslMech = ""
+	if c.ring != nil {
+		c.ring.rc.SetMaxFrame(0) // socket.request.max.bytes from now on
+	}
 }
 
 // allowedBeforeAuth: ApiVersions, SaslHandshake, SaslAuthenticate.
@@ -207,6 +210,9 @@ func (c *conn) reader() error {
 			return err
 		}
 		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
+		if c.authPending && size > c.b.cfg.SaslServerMaxReceiveSize {
+			return fmt.Errorf("request frame size %d before SASL authentication exceeds sasl.server.max.receive.size=%d", size, c.b.cfg.SaslServerMaxReceiveSize)
+		}
 		if size < 0 || size > c.b.cfg.SocketRequestMaxBytes {
 			return fmt.Errorf("request frame size %d outside [0, socket.request.max.bytes=%d]", size, c.b.cfg.SocketRequestMaxBytes)
 		}

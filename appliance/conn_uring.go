@@ -50,6 +50,9 @@ type uringConn struct {
 func (b *Broker) OpenRingConn(rc *ioring.RingConn) ioring.RingConnCallbacks {
 	c := &conn{b: b, shard: rc.Shard().ID(), remote: rc.RemoteAddr(), closed: make(chan struct{})}
 	c.setListener(&b.cfg.Listeners[rc.Listener()])
+	if c.authPending {
+		rc.SetMaxFrame(b.cfg.SaslServerMaxReceiveSize)
+	}
 	u := &uringConn{c: c, rc: rc, sh: rc.Shard()}
 	u.pumpFn = func() { u.pumpQueued.Store(false); u.pump() }
 	u.closeFn = func() { u.rc.Close() }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -92,6 +93,9 @@ type RingConn struct {
 	us       *uringShard
 	fd       int
 	listener int
+	// maxFrame caps the announced frame size below UringOptions.MaxFrame
+	// (0: no cap); SetMaxFrame writes it from any goroutine.
+	maxFrame atomic.Int32
 	remote   string
 	cb       RingConnCallbacks
 
@@ -484,6 +488,12 @@ func (c *RingConn) feed(data []byte) {
 	}
 }
 
+// SetMaxFrame caps the frame size the connection may announce at n bytes,
+// below UringOptions.MaxFrame (0 removes the cap); a larger frame aborts the
+// connection with ErrFrameSize. Safe from any goroutine; frames cut after
+// it see it.
+func (c *RingConn) SetMaxFrame(n int32) { c.maxFrame.Store(n) }
+
 func (c *RingConn) compact(rest []byte) {
 	n := copy(c.acc, rest)
 	c.acc = c.acc[:n]
@@ -497,8 +507,12 @@ func (c *RingConn) cut(b []byte) []byte {
 	o := &c.us.e.o
 	for len(b) >= 4 && !c.paused && !c.closing && !c.closeAfter {
 		size := int32(binary.BigEndian.Uint32(b))
-		if size < o.MinFrame || size > o.MaxFrame {
-			c.Abort(fmt.Errorf("%w: %d outside [%d, %d]", ErrFrameSize, size, o.MinFrame, o.MaxFrame))
+		maxFrame := o.MaxFrame
+		if m := c.maxFrame.Load(); m > 0 && m < maxFrame {
+			maxFrame = m
+		}
+		if size < o.MinFrame || size > maxFrame {
+			c.Abort(fmt.Errorf("%w: %d outside [%d, %d]", ErrFrameSize, size, o.MinFrame, maxFrame))
 			return nil
 		}
 		if len(b)-4 < int(size) {
