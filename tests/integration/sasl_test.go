@@ -16,7 +16,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,6 +74,7 @@ func TestSASLListeners(t *testing.T) {
 		`listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-plain" user_carol="carol-plain";`,
 		"authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
 		"allow.everyone.if.no.acl.found=true",
+		"quota.window.num=2", "quota.window.size.seconds=1", // throttles of at most 2 s for user-quota
 	)
 	b.Restart()
 
@@ -192,6 +196,88 @@ func TestSASLListeners(t *testing.T) {
 		carol := saslClient(plain.Auth{User: "carol", Pass: "carol-plain"}.AsMechanism())
 		if err := carol.ProduceSync(ctx, &kgo.Record{Topic: "sasl-denied", Value: []byte("x")}).FirstErr(); err != nil {
 			t.Errorf("carol's produce: %v", err)
+		}
+	})
+
+	// Before authentication a frame may be at most
+	// sasl.server.max.receive.size (512 KiB): a 1 MiB size prefix closes the
+	// connection before the broker buffers it.
+	t.Run("preauth-frame-cap", func(t *testing.T) {
+		c, err := net.Dial("tcp", saslAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		hdr := binary.BigEndian.AppendUint32(nil, 1<<20)
+		if _, err := c.Write(append(hdr, make([]byte, 1024)...)); err != nil {
+			t.Fatal(err)
+		}
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if n, err := c.Read(make([]byte, 16)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("1 MiB frame before authentication: read %d bytes, err %v; want the connection closed", n, err)
+		}
+	})
+
+	// librdkafka (kcat) lists ApiVersions before its handshake, wants
+	// SaslHandshake v0 listed, and sends SCRAM's client-final nonce with its
+	// client nonce in front of the server-first nonce.
+	t.Run("kcat", func(t *testing.T) {
+		kcat := needTool(t, "kcat", "-V")
+		run := func(stdin string, args ...string) (string, error) {
+			cctx, ccancel := context.WithTimeout(ctx, 20*time.Second)
+			defer ccancel()
+			cmd := exec.CommandContext(cctx, kcat, append([]string{"-b", saslAddr, "-X", "security.protocol=SASL_PLAINTEXT"}, args...)...)
+			cmd.Stdin = strings.NewReader(stdin)
+			out, err := cmd.CombinedOutput()
+			return string(out), err
+		}
+		for _, m := range []struct{ mech, pass string }{{"PLAIN", "alice-plain"}, {"SCRAM-SHA-256", "alice-256"}, {"SCRAM-SHA-512", "alice-512"}} {
+			auth := []string{"-X", "sasl.mechanisms=" + m.mech, "-X", "sasl.username=alice", "-X", "sasl.password=" + m.pass}
+			if out, err := run("v-"+m.mech+"\n", append(auth, "-P", "-t", "sasl-t", "-k", "kc-"+m.mech)...); err != nil {
+				t.Fatalf("kcat -P with %s: %v\n%s", m.mech, err, out)
+			}
+			out, err := run("", append(auth, "-C", "-t", "sasl-t", "-e", "-q", "-f", "%k=%s\n")...)
+			if err != nil || !strings.Contains(out, "kc-"+m.mech+"=v-"+m.mech) {
+				t.Fatalf("kcat -C with %s: %v\n%s", m.mech, err, out)
+			}
+		}
+		// A wrong password fails with an authentication error (kcat then
+		// waits out -m seconds for metadata).
+		bad := []string{"-X", "sasl.mechanisms=SCRAM-SHA-256", "-X", "sasl.username=alice", "-X", "sasl.password=wrong", "-m", "2", "-L"}
+		if out, err := run("", bad...); err == nil || !strings.Contains(strings.ToLower(out), "authentication") {
+			t.Errorf("kcat -L with a wrong SCRAM-SHA-256 password: %v\n%s", err, out)
+		}
+	})
+
+	// Quotas resolve with the authenticated user: a producer_byte_rate for
+	// user carol throttles carol, not ANONYMOUS with the same client id.
+	t.Run("user-quota", func(t *testing.T) {
+		rate := 1024.0
+		res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{
+			Entity: kadm.ClientQuotaEntity{{Type: "user", Name: kmsg.StringPtr("carol")}},
+			Ops:    []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: rate}},
+		}})
+		if err != nil || res[0].Err != nil {
+			t.Fatalf("AlterClientQuotas: %v %v", err, res)
+		}
+		throttled := func(cl *kgo.Client, hook *throttleHook) time.Duration {
+			t.Helper()
+			big := make([]byte, 32<<10)
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "sasl-t", Value: big}).FirstErr(); err != nil {
+				t.Fatalf("produce: %v", err)
+			}
+			return time.Duration(hook.total.Load())
+		}
+		ch := &throttleHook{}
+		carol := saslClient(plain.Auth{User: "carol", Pass: "carol-plain"}.AsMechanism(), kgo.WithHooks(ch), kgo.ClientID("q"),
+			kgo.ProducerBatchCompression(kgo.NoCompression()))
+		ah := &throttleHook{}
+		anon := newClient(t, b, kgo.WithHooks(ah), kgo.ClientID("q"), kgo.ProducerLinger(0), kgo.ProducerBatchCompression(kgo.NoCompression()))
+		if d := throttled(anon, ah); d != 0 {
+			t.Errorf("ANONYMOUS was throttled %v by carol's quota", d)
+		}
+		if d := throttled(carol, ch); d == 0 {
+			t.Errorf("carol's 32 KiB produce at a %v B/s quota was not throttled", rate)
 		}
 	})
 }
