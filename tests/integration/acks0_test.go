@@ -1,12 +1,10 @@
 package integration
 
 import (
-	"hash/crc32"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestAcksZeroFailureClosesConnection sends acks=0 produce requests on raw
@@ -18,35 +16,10 @@ func TestAcksZeroFailureClosesConnection(t *testing.T) {
 	b := startBroker(t, "")
 	createTopic(t, t.Context(), b, "acks0", 1)
 
-	// A valid batch made by franz-go's own encoder, for topic acks0.
-	batch := func() []byte {
-		rb := kmsg.RecordBatch{Magic: 2, LastOffsetDelta: 0, NumRecords: 1, FirstTimestamp: 1, MaxTimestamp: 1, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1}
-		rec := kmsg.Record{Value: []byte("zero")}
-		rec.Length = int32(len(rec.AppendTo(nil)) - 1)
-		rb.Records = rec.AppendTo(nil)
-		raw := rb.AppendTo(nil)
-		rb.Length = int32(len(raw) - 12)
-		raw = rb.AppendTo(nil)
-		rb.CRC = int32(crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
-		return rb.AppendTo(nil)
-	}
-	produce := func(topic string, records []byte) []byte {
-		req := kmsg.NewProduceRequest()
-		req.Version = 7
-		req.Acks = 0
-		req.TimeoutMillis = 5000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = topic
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Partition = 0
-		rp.Records = records
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		return req.AppendTo(reqHeader(nil, apiKeyProduce, 7, 1, false))
-	}
+	produce := func(topic string, records []byte) []byte { return rawProduceRequest(7, 0, topic, records) }
 	apiVersions := reqHeader(nil, apiKeyApiVersions, 0, 2, false)
 
-	good := batch()
+	good := rawBatch(nil, []byte("zero"))
 	c := dialRaw(t, b)
 	if sendRaw(t, c, frame(produce("acks0", good))) {
 		t.Fatal("connection closed while sending a valid acks=0 produce")

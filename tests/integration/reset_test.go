@@ -107,9 +107,17 @@ func TestConnResetMidRequest(t *testing.T) {
 // uncompressed batch with a single record of about valueSize bytes.
 func rawProduceFrame(t *testing.T, topic string, valueSize int) []byte {
 	t.Helper()
-	rec := kmsg.Record{Key: []byte("raw"), Value: make([]byte, valueSize)}
+	return frame(rawProduceRequest(9, 1, topic, rawBatch([]byte("raw"), make([]byte, valueSize))))
+}
+
+// rawBatch is one uncompressed record batch v2 holding one record, with its
+// length and CRC set.
+func rawBatch(key, value []byte) []byte {
+	rec := kmsg.Record{Key: key, Value: value}
+	// AppendTo writes Length as given: encode once with 0 (a 1-byte varint)
+	// to learn the body's length, then with it.
+	rec.Length = int32(len(rec.AppendTo(nil)) - 1)
 	recBytes := rec.AppendTo(nil)
-	// AppendTo writes the length-prefixed record as the batch wants it.
 	batch := kmsg.RecordBatch{
 		Magic: 2, FirstTimestamp: time.Now().UnixMilli(), MaxTimestamp: time.Now().UnixMilli(),
 		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: 1, Records: recBytes,
@@ -117,18 +125,22 @@ func rawProduceFrame(t *testing.T, topic string, valueSize int) []byte {
 	raw := batch.AppendTo(nil)
 	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12)) // batch length
 	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return raw
+}
+
+// rawProduceRequest is a Produce request (header and body, unframed) of
+// version with acks, carrying records to partition 0 of topic.
+func rawProduceRequest(version, acks int16, topic string, records []byte) []byte {
 	req := kmsg.NewPtrProduceRequest()
-	req.Version = 9
-	req.Acks = 1
+	req.Version = version
+	req.Acks = acks
 	req.TimeoutMillis = 5000
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = topic
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Partition = 0
-	rp.Records = raw
+	rp.Records = records
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	payload := reqHeader(nil, apiKeyProduce, 9, 1, true)
-	payload = req.AppendTo(payload)
-	return frame(payload)
+	return req.AppendTo(reqHeader(nil, apiKeyProduce, version, 1, version >= 9))
 }
