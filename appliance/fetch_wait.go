@@ -125,12 +125,13 @@ func (fs *fetchState) longPoll() {
 // offLoop tells whether it may block (client quotas hold throttled answers).
 func (fs *fetchState) answer(out *rawResponse, offLoop bool) {
 	b, r, im := fs.b, fs.r, fs.im
-	if im.quotaKinds != 0 && out != nil && !offLoop {
+	quota := im.quotaKinds&quotaKindFetchBit != 0 && out != nil // a consumer_byte_rate is set somewhere
+	if quota && !offLoop {
 		go fs.answer(out, true)
 		return
 	}
 	b.metrics.fetched(fs.outs)
-	if im.quotaKinds != 0 && out != nil {
+	if quota {
 		b.fetchQuota(im, r, fs.outs, out) // consumer_byte_rate (quota_enforce.go)
 	}
 	b.metrics.fetchPurgatory.Add(-1)
