@@ -110,7 +110,9 @@ func newAllocFixture(tb testing.TB) *allocFixture {
 
 	ct := kmsg.NewPtrCreateTopicsRequest()
 	t := kmsg.NewCreateTopicsRequestTopic()
-	t.Topic, t.NumPartitions, t.ReplicationFactor = "a", 1, 1
+	// Three partitions, so they sit on both shards (placement balances by
+	// count) and a fetch of all three is regrouped by shard (fetch_wait.go).
+	t.Topic, t.NumPartitions, t.ReplicationFactor = "a", 3, 1
 	ct.Topics = append(ct.Topics, t)
 	ct.TimeoutMillis = 10000
 	ctResp := kmsg.NewPtrCreateTopicsResponse()
@@ -136,9 +138,11 @@ func newAllocFixture(tb testing.TB) *allocFixture {
 	fr.MaxWaitMillis, fr.MinBytes, fr.MaxBytes = 500, 1, 1<<20
 	ft := kmsg.NewFetchRequestTopic()
 	ft.Topic = "a"
-	fp := kmsg.NewFetchRequestTopicPartition()
-	fp.FetchOffset, fp.PartitionMaxBytes = 0, 16<<10
-	ft.Partitions = append(ft.Partitions, fp)
+	for p := int32(0); p < 3; p++ {
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = p, 0, 16<<10
+		ft.Partitions = append(ft.Partitions, fp)
+	}
 	fr.Topics = append(fr.Topics, ft)
 	f.fetch = frameOf(fr, 12, 4)
 

@@ -9,6 +9,7 @@ package appliance
 // quotas may hold.
 
 import (
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -72,7 +73,35 @@ func (fs *fetchState) begin() {
 	}
 	fs.b.metrics.fetchPurgatory.Add(1)
 	fs.rs.refs.Add(1) // the read pass's
+	fs.groupByShard()
 	fs.shardOf(0).loop.Post(fs.stepFn)
+}
+
+// groupByShard orders the partitions to read so that each shard is visited
+// once, the connection's own shard last (its answer then needs no further
+// hop). The order of the answer does not change (ins point into outs); only
+// which partitions a max_bytes budget reaches first does, as a fetch
+// session's rotation would. A fetch of 16 partitions spread over 2 shards
+// took up to 16 cross-shard wake-ups in request order, now 2.
+func (fs *fetchState) groupByShard() {
+	n := len(fs.b.shards)
+	if n < 2 || len(fs.ins) < 2 || fs.r.c == nil {
+		return
+	}
+	own := fs.r.c.shard
+	rank := func(in *fetchPartIn) int {
+		return (fs.b.shardFor(in.topic.Partitions[in.partition]).id - own - 1 + 2*n) % n
+	}
+	sorted := true
+	for i := 1; i < len(fs.ins); i++ {
+		if rank(&fs.ins[i-1]) > rank(&fs.ins[i]) {
+			sorted = false
+			break
+		}
+	}
+	if !sorted {
+		slices.SortStableFunc(fs.ins, func(a, b fetchPartIn) int { return rank(&a) - rank(&b) })
+	}
 }
 
 func (fs *fetchState) shardOf(i int) *shardState {
