@@ -576,7 +576,9 @@ func forEachBatchHeader(raw []byte, fn func(base, last, producerID int64, attrs 
 }
 
 func be16(b []byte) uint16 { return uint16(b[0])<<8 | uint16(b[1]) }
-func be32(b []byte) uint32 { return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]) }
+func be32(b []byte) uint32 {
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
 func be64(b []byte) uint64 { return uint64(be32(b))<<32 | uint64(be32(b[4:])) }
 
 // initParts creates the share-partitions items need: from the SPSO
