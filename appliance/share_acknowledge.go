@@ -52,7 +52,7 @@ func (b *Broker) shareAcknowledge(r *request, req *kmsg.ShareAcknowledgeRequest)
 	im := b.currentImage()
 	settings := b.shareSettings(im, group)
 	resp.AcquisitionLockTimeoutMillis = int32(settings.part.lockMs)
-	parts, _, _, code := s.openSession(group, member, req.ShareSessionEpoch, nil, nil)
+	parts, _, _, code := s.openSession(r.c, group, member, req.ShareSessionEpoch, nil, nil)
 	if code != 0 {
 		return fail(code)
 	}

@@ -111,7 +111,7 @@ func (b *Broker) shareFetch(r *request, req *kmsg.ShareFetchRequest) *kmsg.Share
 			forget = append(forget, tpKey{TopicID(f.TopicID), p})
 		}
 	}
-	parts, next, released, code := s.openSession(group, member, req.ShareSessionEpoch, add, forget)
+	parts, next, released, code := s.openSession(r.c, group, member, req.ShareSessionEpoch, add, forget)
 	if code != 0 {
 		return fail(code)
 	}

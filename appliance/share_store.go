@@ -14,7 +14,9 @@ package appliance
 //
 // Share sessions are keyed by (group id, member id): the epoch expected next
 // and the partitions in the session with their partition_max_bytes. They are
-// guarded by one mutex, held only to check and move an epoch.
+// guarded by one mutex, held only to check and move an epoch. A session is
+// tied to the connection that opened it, as in Kafka: when that connection
+// closes, the session ends and the member's records in it are released.
 
 import (
 	"errors"
@@ -44,6 +46,7 @@ type shareSession struct {
 	epoch int32           // the epoch the next request must carry
 	parts map[tpKey]int32 // partitions in the session, with partition_max_bytes
 	next  int             // rotates the first partition fetched
+	done  chan struct{}   // closed when the session ends
 }
 
 // shareStore is the broker's share-partitions and share sessions.
@@ -185,7 +188,7 @@ func (s *shareStore) dropGroup(group string, topics map[TopicID]bool) {
 	for k, sess := range s.sessions {
 		if k.group == group && topics == nil {
 			delete(s.sessions, k)
-			_ = sess
+			close(sess.done)
 		}
 	}
 	s.mu.Unlock()
@@ -278,7 +281,7 @@ type sessionErr struct{ code int16 }
 // request, others must match. add and forget change the partitions (fetch
 // only). It returns the session's partitions for this request and the code
 // to answer (0, INVALID_SHARE_SESSION_EPOCH, SHARE_SESSION_NOT_FOUND).
-func (s *shareStore) openSession(group, member string, epoch int32, add map[tpKey]int32, forget []tpKey) (parts map[tpKey]int32, next int, released map[tpKey]int32, code int16) {
+func (s *shareStore) openSession(c *conn, group, member string, epoch int32, add map[tpKey]int32, forget []tpKey) (parts map[tpKey]int32, next int, released map[tpKey]int32, code int16) {
 	key := shareSessionKey{group, member}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -287,13 +290,18 @@ func (s *shareStore) openSession(group, member string, epoch int32, add map[tpKe
 	case epoch == 0:
 		if sess != nil {
 			released = sess.parts
+			close(sess.done)
 		}
-		sess = &shareSession{epoch: 1, parts: map[tpKey]int32{}}
+		sess = &shareSession{epoch: 1, parts: map[tpKey]int32{}, done: make(chan struct{})}
 		s.sessions[key] = sess
+		if c != nil {
+			go s.endWithConn(c, key, sess)
+		}
 	case sess == nil:
 		return nil, 0, nil, kerr.ShareSessionNotFound.Code
 	case epoch == -1:
 		delete(s.sessions, key)
+		close(sess.done)
 	case epoch != sess.epoch:
 		return nil, 0, nil, kerr.InvalidShareSessionEpoch.Code
 	default:
@@ -314,6 +322,27 @@ func (s *shareStore) openSession(group, member string, epoch int32, add map[tpKe
 	}
 	sess.next++
 	return parts, sess.next, released, 0
+}
+
+// endWithConn ends sess and releases its records when c closes first.
+func (s *shareStore) endWithConn(c *conn, key shareSessionKey, sess *shareSession) {
+	select {
+	case <-sess.done:
+		return
+	case <-s.b.closing:
+		return
+	case <-c.closed:
+	}
+	s.mu.Lock()
+	if s.sessions[key] != sess {
+		s.mu.Unlock()
+		return
+	}
+	delete(s.sessions, key)
+	close(sess.done)
+	parts := sess.parts
+	s.mu.Unlock()
+	s.releaseMember(key.group, key.member, parts)
 }
 
 // shareItem is one partition of a ShareFetch or ShareAcknowledge: its acks
