@@ -2,6 +2,7 @@ package appliance
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -245,5 +246,68 @@ func TestShareHandlersErrors(t *testing.T) {
 	hbc.GroupID, hbc.MemberID, hbc.SubscribedTopicNames = "classic-g", "m", []string{"st"}
 	if r := shareReq(t, cl, hbc).(*kmsg.ShareGroupHeartbeatResponse); r.ErrorCode != kerr.GroupIDNotFound.Code {
 		t.Errorf("share heartbeat on a classic group: %d", r.ErrorCode)
+	}
+}
+
+func TestShareFetchReadCommitted(t *testing.T) {
+	b := startTestBroker(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr().String()), kgo.DefaultProduceTopic("tx"), kgo.AllowAutoTopicCreation(),
+		kgo.TransactionalID("share-tx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	txn := func(commit bool, n int) {
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < n; i++ {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	txn(false, 3) // offsets 0-2, abort marker 3
+	txn(true, 2)  // offsets 4-5, commit marker 6
+	tid := b.currentImage().Topics["tx"].ID
+	for _, kv := range [][2]string{{"share.auto.offset.reset", "earliest"}, {"share.isolation.level", "read_committed"}} {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		res := kmsg.NewIncrementalAlterConfigsRequestResource()
+		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "rc"
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = kv[0], kmsg.StringPtr(kv[1])
+		res.Configs = append(res.Configs, c)
+		req.Resources = append(req.Resources, res)
+		if r := shareReq(t, cl, req).(*kmsg.IncrementalAlterConfigsResponse); r.Resources[0].ErrorCode != 0 {
+			t.Fatalf("set %s: %d", kv[0], r.Resources[0].ErrorCode)
+		}
+	}
+	req := kmsg.NewPtrShareFetchRequest()
+	req.GroupID, req.MemberID, req.MaxBytes, req.MaxRecords = kmsg.StringPtr("rc"), kmsg.StringPtr("m"), 1<<20, 100
+	rt := kmsg.NewShareFetchRequestTopic()
+	rt.TopicID = tid
+	rp := kmsg.NewShareFetchRequestTopicPartition()
+	rp.PartitionMaxBytes = 1 << 20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	f := shareReq(t, cl, req).(*kmsg.ShareFetchResponse)
+	if f.ErrorCode != 0 || len(f.Topics) != 1 {
+		t.Fatalf("fetch: %+v", f)
+	}
+	var got []int64
+	for _, a := range f.Topics[0].Partitions[0].AcquiredRecords {
+		for o := a.FirstOffset; o <= a.LastOffset; o++ {
+			got = append(got, o)
+		}
+	}
+	// The aborted records 0-2 are archived, never acquired; the markers
+	// (3, 6) are acquired and acknowledged as gaps by clients.
+	if want := []int64{3, 4, 5, 6}; !slices.Equal(got, want) {
+		t.Fatalf("acquired offsets %v, want %v", got, want)
 	}
 }

@@ -212,13 +212,21 @@ func (s *shareStore) resetStarts(group string, starts map[shareTP]shareStart) {
 }
 
 // flushLoop hands changed SPSOs to the groups' coordinators until the
-// broker closes.
+// broker closes, and forgets the share-partitions of deleted topics.
 func (s *shareStore) flushLoop() {
 	s.b.every(shareFlushInterval, func() {
 		for _, st := range s.b.shards {
 			parts := s.parts[st.id]
 			s.b.postUnlessClosing(st, func() {
 				for k, sp := range parts {
+					if st.parts[k.tp] == nil { // the topic was deleted
+						if sp.lockTimer != nil {
+							sp.lockTimer.t.Stop()
+						}
+						wakeShareWaiters(sp)
+						delete(parts, k)
+						continue
+					}
 					if sp.persisted == sp.startOffset {
 						continue
 					}
