@@ -129,7 +129,7 @@ func (b *Broker) startGroupCoordinator() error {
 		op := &offsetsPartition{gc: gc, st: b.shardFor(p), key: tpKey{t.ID, p.Partition}, index: p.Partition}
 		op.mgr = newGroupManager(op, cfg)
 		op.share = newShareManager(op, op.mgr)
-		op.share.released = func(group, member string) { gc.share.releaseMember(group, member, nil) }
+		op.share.released = func(group, member string) { go gc.share.releaseMember(group, member, nil) }
 		gc.parts = append(gc.parts, op)
 	}
 	var wg sync.WaitGroup

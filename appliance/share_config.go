@@ -269,6 +269,7 @@ type shareGroupSettings struct {
 	readCommitted     bool
 	sessionTimeout    time.Duration
 	heartbeatInterval time.Duration
+	maxSize           int // group.share.max.size: members per share group (0: no limit)
 }
 
 // shareSettings reads group's share settings from im.
@@ -285,5 +286,6 @@ func (b *Broker) shareSettings(im *Image, group string) shareGroupSettings {
 		readCommitted:     iso == "read_committed",
 		sessionTimeout:    time.Duration(b.groupConfigInt(im, group, "share.session.timeout.ms")) * time.Millisecond,
 		heartbeatInterval: time.Duration(b.groupConfigInt(im, group, "share.heartbeat.interval.ms")) * time.Millisecond,
+		maxSize:           int(b.groupConfigBound("group.share.max.size", "200")),
 	}
 }

@@ -278,6 +278,9 @@ func (sm *shareManager) heartbeat(a shareHeartbeatArgs) shareHeartbeatResult {
 	}
 	changed := false
 	if m == nil {
+		if a.settings.maxSize > 0 && len(g.members) >= a.settings.maxSize {
+			return shareHeartbeatResult{err: fmt.Errorf("%w: group %q has %d members (group.share.max.size)", kerr.GroupMaxSizeReached, a.group, len(g.members))}
+		}
 		m = &shareMember{id: a.member}
 		g.members[a.member] = m
 		changed = true

@@ -13,7 +13,8 @@ package appliance
 // -1; UNKNOWN_MEMBER_ID for a member the group does not know (the client
 // rejoins with epoch 0); FENCED_MEMBER_EPOCH for an epoch that is neither
 // the member's current nor its previous one; GROUP_ID_NOT_FOUND when the id
-// names a classic group; GROUP_AUTHORIZATION_FAILED without READ on the
+// names a classic group; GROUP_MAX_SIZE_REACHED past group.share.max.size
+// (200) members; GROUP_AUTHORIZATION_FAILED without READ on the
 // group.
 
 import (

@@ -274,6 +274,11 @@ func TestShareManagerHeartbeatAssignment(t *testing.T) {
 	if v, _ := sm.view("g"); len(v.members) != 1 || v.state != "Stable" {
 		t.Fatalf("view after expiry: %+v", v)
 	}
+	set.maxSize = 1
+	if r := hb("c", 0, []string{"t"}); !errors.Is(r.err, kerr.GroupMaxSizeReached) {
+		t.Fatalf("join past group.share.max.size: %v", r.err)
+	}
+	set.maxSize = 0
 	// Non-empty group cannot be deleted; after leaving it can.
 	var derr *kerr.Error
 	sm.deleteGroup("g", func(e *kerr.Error) { derr = e })

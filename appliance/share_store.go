@@ -231,7 +231,9 @@ func (s *shareStore) flushLoop() {
 						continue
 					}
 					sp.persisted = sp.startOffset
-					s.persistStart(k, shareStart{offset: sp.startOffset, stateEpoch: sp.stateEpoch}, func(error) {})
+					// Off the shard: posting to a shard's inbox may block, and
+					// the coordinator may be this very shard.
+					go s.persistStart(k, shareStart{offset: sp.startOffset, stateEpoch: sp.stateEpoch}, func(error) {})
 				}
 			})
 		}
