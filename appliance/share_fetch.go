@@ -8,7 +8,9 @@ package appliance
 // records of its share session's partitions for the member: at most
 // MaxRecords records (in both acquire modes the limit is exact) and
 // MaxBytes bytes, each partition at most partition_max_bytes, the first
-// batch whole (KIP-74). The response carries the batches holding the
+// batch whole (KIP-74); BatchSize does not split AcquiredRecords, which
+// come as runs of equal delivery count. MinBytes is read as 1: the answer
+// goes out as soon as anything is acquired. The response carries the batches holding the
 // acquired offsets and the AcquiredRecords ranges with their delivery
 // count; the records stay Acquired by the member for
 // AcquisitionLockTimeoutMillis (share.record.lock.duration.ms). With
