@@ -240,6 +240,35 @@ func (s *shareStore) flushLoop() {
 	})
 }
 
+// flushOnClose writes every changed SPSO into __consumer_offsets before the
+// partitions close (Broker.Close, once the connections are gone and the
+// broker is closing), so a clean stop redelivers nothing acknowledged.
+func (s *shareStore) flushOnClose() {
+	type update struct {
+		k  sharePartKey
+		ss shareStart
+	}
+	var mu sync.Mutex
+	var ups []update
+	for _, st := range s.b.shards {
+		parts := s.parts[st.id]
+		st.loop.Call(func() {
+			for k, sp := range parts {
+				if sp.persisted != sp.startOffset {
+					sp.persisted = sp.startOffset
+					mu.Lock()
+					ups = append(ups, update{k, shareStart{offset: sp.startOffset, stateEpoch: sp.stateEpoch}})
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for _, u := range ups {
+		op := s.b.groups.partitionOf(u.k.group)
+		op.st.loop.Call(func() { op.share.setStart(u.k.group, shareTP{u.k.tp.id, u.k.tp.p}, u.ss, func(error) {}) })
+	}
+}
+
 // persistStart asks k's group coordinator to persist a start offset; done
 // runs on the coordinator's shard.
 func (s *shareStore) persistStart(k sharePartKey, ss shareStart, done func(error)) {
