@@ -6,9 +6,10 @@ package appliance
 // Per group, the persisted share-partition start offset of the requested
 // partitions (Topics null: every initialized share-partition of the
 // group). A partition whose share-partition was never initialized answers
-// StartOffset -1. The SPSO is the persisted one, which trails the live one
-// by at most shareFlushInterval. Lag is not computed and answers -1 ("not
-// available"). An id that is no share group answers GROUP_ID_NOT_FOUND, an
+// StartOffset -1. The SPSO is the live one when the share-partition is
+// loaded, else the persisted one. Lag (v1) is the high watermark less the
+// SPSO less the in-flight records already Acknowledged or Archived; -1 for
+// an uninitialized share-partition. An id that is no share group answers GROUP_ID_NOT_FOUND, an
 // empty one INVALID_GROUP_ID; an unknown topic answers
 // UNKNOWN_TOPIC_OR_PARTITION for its partitions.
 
@@ -66,6 +67,13 @@ func handleDescribeShareGroupOffsets(b *Broker, r *request) any {
 				if s, ok := ans.view.parts[shareTP{t.ID, p}]; ok {
 					rp.StartOffset = s.offset
 					rp.LeaderEpoch = t.Partitions[p].LeaderEpoch
+					spso, lag, hw, live := b.groups.share.liveStart(rg.GroupID, t, p)
+					switch {
+					case live:
+						rp.StartOffset, rp.Lag = spso, lag
+					case hw >= 0:
+						rp.Lag = max(hw-s.offset, 0)
+					}
 				}
 				return rp
 			}

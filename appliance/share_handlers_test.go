@@ -165,6 +165,13 @@ func TestShareHandlersErrors(t *testing.T) {
 	if p := f.Topics[0].Partitions[0]; p.AcknowledgeErrorCode != kerr.InvalidRecordState.Code {
 		t.Errorf("double accept: %d", p.AcknowledgeErrorCode)
 	}
+	// DescribeShareGroupOffsets v1: the live SPSO and the lag.
+	dso := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	dso.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: group}}
+	if r := shareReq(t, cl, dso).(*kmsg.DescribeShareGroupOffsetsResponse); len(r.Groups) != 1 || len(r.Groups[0].Topics) != 1 ||
+		r.Groups[0].Topics[0].Partitions[0].StartOffset != 2 || r.Groups[0].Topics[0].Partitions[0].Lag != 3 {
+		t.Errorf("DescribeShareGroupOffsets: %+v", r.Groups)
+	}
 	// ShareAcknowledge: release 2-4; a renew without IsRenewAck is INVALID_REQUEST.
 	ack := func(epoch int32, first, last int64, typ int8, renew bool) *kmsg.ShareAcknowledgeResponse {
 		req := kmsg.NewPtrShareAcknowledgeRequest()

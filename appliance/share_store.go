@@ -240,6 +240,35 @@ func (s *shareStore) flushLoop() {
 	})
 }
 
+// liveStart reads a share-partition on its shard for
+// DescribeShareGroupOffsets: its live SPSO (ok false when it is not loaded)
+// and the partition's high watermark (-1 when the partition is not here).
+func (s *shareStore) liveStart(group string, t *TopicImage, p int32) (spso, lag, hw int64, ok bool) {
+	st := s.b.shardFor(t.Partitions[p])
+	parts := s.parts[st.id]
+	type answer struct {
+		spso, lag, hw int64
+		ok            bool
+	}
+	ch := make(chan answer, 1)
+	st.loop.Post(func() {
+		a := answer{hw: -1}
+		if part := st.parts[tpKey{t.ID, p}]; part != nil && part.offline == nil {
+			a.hw = part.highWatermark()
+			if sp := parts[sharePartKey{group, tpKey{t.ID, p}}]; sp != nil {
+				a.spso, a.lag, a.ok = sp.startOffset, sp.lag(a.hw), true
+			}
+		}
+		ch <- a
+	})
+	select {
+	case a := <-ch:
+		return a.spso, a.lag, a.hw, a.ok
+	case <-s.b.closing:
+		return 0, 0, -1, false
+	}
+}
+
 // flushOnClose writes every changed SPSO into __consumer_offsets before the
 // partitions close (Broker.Close, once the connections are gone and the
 // broker is closing), so a clean stop redelivers nothing acknowledged.
@@ -687,16 +716,26 @@ func (s *shareStore) initParts(group string, items []*shareItem, settings shareG
 			}
 			sp := newSharePartition(group, it.tp.id, it.tp.p, start.offset, start.stateEpoch, settings.part)
 			sp.moveStart(part.log.LogStartOffset())
-			if !ans.found {
-				sp.persisted = -1 // let the flusher record the new share-partition
-			}
+			sp.persisted = sp.startOffset
 			parts[key] = sp
-			done <- start
+			if ans.found {
+				done <- shareStart{offset: -1}
+				return
+			}
+			done <- shareStart{offset: sp.startOffset, stateEpoch: sp.stateEpoch}
 		})
+		var created shareStart
 		select {
-		case <-done:
+		case created = <-done:
 		case <-s.b.closing:
 			return
+		}
+		if created.offset >= 0 {
+			// Record the new share-partition on the coordinator now, so the
+			// admin APIs see it (later moves go through the flusher).
+			s.b.shareAsk(group, func(sm *shareManager, reply func(any)) {
+				sm.setStart(group, tp, created, func(error) { reply(nil) })
+			})
 		}
 	}
 }
