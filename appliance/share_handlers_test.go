@@ -213,6 +213,29 @@ func TestShareHandlersErrors(t *testing.T) {
 	if r := shareReq(t, cl, dg).(*kmsg.DeleteGroupsResponse); r.Groups[0].ErrorCode != kerr.NonEmptyGroup.Code {
 		t.Errorf("delete a non-empty share group: %d", r.Groups[0].ErrorCode)
 	}
+	// ListGroups v5 types it "share"; DescribeGroups (classic groups only,
+	// v5) shows it as Dead, as Kafka does for groups of another type.
+	for _, tc := range []struct {
+		filter []string
+		want   bool
+	}{{nil, true}, {[]string{"share"}, true}, {[]string{"Share"}, true}, {[]string{"classic"}, false}} {
+		lg := kmsg.NewPtrListGroupsRequest()
+		lg.TypesFilter = tc.filter
+		found := false
+		for _, g := range shareReq(t, cl, lg).(*kmsg.ListGroupsResponse).Groups {
+			if g.Group == group {
+				found = g.GroupType == "share" && g.ProtocolType == "share" && g.GroupState == "Stable"
+			}
+		}
+		if found != tc.want {
+			t.Errorf("ListGroups types %v: listed %v, want %v", tc.filter, found, tc.want)
+		}
+	}
+	dgr := kmsg.NewPtrDescribeGroupsRequest()
+	dgr.Groups = []string{group}
+	if r := shareReq(t, cl, dgr).(*kmsg.DescribeGroupsResponse); r.Groups[0].State != "Dead" {
+		t.Errorf("DescribeGroups of a share group: %+v", r.Groups[0])
+	}
 	// Leave, then delete works and the group is gone.
 	if r := hb("m1", -1, nil); r.ErrorCode != 0 || r.MemberEpoch != -1 {
 		t.Fatalf("leave: %+v", r)
