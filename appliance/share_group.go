@@ -173,6 +173,9 @@ func (sm *shareManager) loadRecord(key, value []byte) error {
 	rest := key[4+n:]
 	switch version {
 	case shareGroupKeyVersion:
+		if len(rest) != 0 {
+			return fmt.Errorf("cannot read share group key of %q: %d trailing bytes", group, len(rest))
+		}
 		if value == nil {
 			delete(sm.groups, group)
 			return nil
