@@ -400,9 +400,7 @@ func sameShareAssignment(a, b map[TopicID][]int32) bool {
 	return true
 }
 
-// startFor returns the persisted state of a share-partition, creating the
-// group if it does not exist (a ShareFetch from a member that joined on
-// another coordinator incarnation).
+// startFor returns the persisted state of a share-partition.
 func (sm *shareManager) startFor(group string, tp shareTP) (shareStart, bool) {
 	g := sm.groups[group]
 	if g == nil {
@@ -412,10 +410,14 @@ func (sm *shareManager) startFor(group string, tp shareTP) (shareStart, bool) {
 	return s, ok
 }
 
-// setStart persists a share-partition's SPSO; updates carrying an older
-// state epoch than the persisted one are stale and dropped (an
+// setStart persists a share-partition's SPSO. With create it records a new
+// share-partition (creating the group if needed: a ShareFetch may come
+// before any heartbeat reached this coordinator); without it, it only moves
+// an existing one, so a flush racing a DeleteGroups or
+// DeleteShareGroupOffsets cannot bring the state back. Updates carrying an
+// older state epoch than the persisted one are stale and dropped (an
 // AlterShareGroupOffsets came in between). done gets the durable result.
-func (sm *shareManager) setStart(group string, tp shareTP, s shareStart, done func(error)) {
+func (sm *shareManager) setStart(group string, tp shareTP, s shareStart, create bool, done func(error)) {
 	if sm.isClassic(group) {
 		done(fmt.Errorf("%w: group %q is not a share group", kerr.GroupIDNotFound, group))
 		return
@@ -423,10 +425,15 @@ func (sm *shareManager) setStart(group string, tp shareTP, s shareStart, done fu
 	g := sm.groups[group]
 	var recs []kmsg.Record
 	if g == nil {
+		if !create {
+			done(nil)
+			return
+		}
 		g = sm.group(group)
 		recs = append(recs, shareGroupRecord(g))
 	}
-	if cur, ok := g.parts[tp]; ok && (cur.stateEpoch > s.stateEpoch || cur == s) {
+	cur, ok := g.parts[tp]
+	if !ok && !create || ok && (cur.stateEpoch > s.stateEpoch || cur == s) {
 		done(nil)
 		return
 	}

@@ -306,7 +306,15 @@ func TestShareManagerPersistAndReplay(t *testing.T) {
 	env := &fakeGroupEnv{t: time.Unix(1000, 0), ids: map[string]int{}}
 	sm := newShareManager(env, newGroupManager(env, defaultGroupConfig()))
 	tp := shareTP{TopicID{7}, 3}
-	sm.setStart("g", tp, shareStart{offset: 42, stateEpoch: 0}, func(err error) {
+	sm.setStart("g", tp, shareStart{offset: 41, stateEpoch: 0}, false, func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	if _, ok := sm.startFor("g", tp); ok {
+		t.Fatal("a flush (create false) created a share-partition")
+	}
+	sm.setStart("g", tp, shareStart{offset: 42, stateEpoch: 0}, true, func(err error) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -323,7 +331,7 @@ func TestShareManagerPersistAndReplay(t *testing.T) {
 	}
 	// A flush with an older state epoch than an alter is stale.
 	sm.alterStarts("g", map[shareTP]int64{tp: 100}, func(*kerr.Error, map[shareTP]shareStart) {})
-	sm.setStart("g", tp, shareStart{offset: 50, stateEpoch: 0}, func(error) {})
+	sm.setStart("g", tp, shareStart{offset: 50, stateEpoch: 0}, false, func(error) {})
 	if s, _ := sm.startFor("g", tp); s != (shareStart{100, 1}) {
 		t.Fatalf("stale flush applied: %v", s)
 	}
@@ -355,6 +363,11 @@ func TestShareManagerPersistAndReplay(t *testing.T) {
 	})
 	if _, ok := replay().startFor("g", tp); ok {
 		t.Fatal("deleted share-partition state came back after replay")
+	}
+	// A flush racing the delete does not bring it back either.
+	sm.setStart("g", tp, shareStart{offset: 120, stateEpoch: 1}, false, func(error) {})
+	if _, ok := sm.startFor("g", tp); ok {
+		t.Fatal("a flush after DeleteShareGroupOffsets brought the share-partition back")
 	}
 	// A classic group's id is not a share group.
 	sm.classic.newGroup("classic")

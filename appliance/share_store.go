@@ -294,7 +294,7 @@ func (s *shareStore) flushOnClose() {
 	}
 	for _, u := range ups {
 		op := s.b.groups.partitionOf(u.k.group)
-		op.st.loop.Call(func() { op.share.setStart(u.k.group, shareTP{u.k.tp.id, u.k.tp.p}, u.ss, func(error) {}) })
+		op.st.loop.Call(func() { op.share.setStart(u.k.group, shareTP{u.k.tp.id, u.k.tp.p}, u.ss, false, func(error) {}) })
 	}
 }
 
@@ -307,7 +307,7 @@ func (s *shareStore) persistStart(k sharePartKey, ss shareStart, done func(error
 		return
 	}
 	op := gc.partitionOf(k.group)
-	gc.post(op.st, func() { op.share.setStart(k.group, shareTP{k.tp.id, k.tp.p}, ss, done) })
+	gc.post(op.st, func() { op.share.setStart(k.group, shareTP{k.tp.id, k.tp.p}, ss, false, done) })
 }
 
 // shareAsk runs fn with group's shareManager on its coordinator shard and
@@ -734,7 +734,7 @@ func (s *shareStore) initParts(group string, items []*shareItem, settings shareG
 			// Record the new share-partition on the coordinator now, so the
 			// admin APIs see it (later moves go through the flusher).
 			s.b.shareAsk(group, func(sm *shareManager, reply func(any)) {
-				sm.setStart(group, tp, created, func(error) { reply(nil) })
+				sm.setStart(group, tp, created, true, func(error) { reply(nil) })
 			})
 		}
 	}
