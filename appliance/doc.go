@@ -3,9 +3,9 @@
 // Kafka wire protocol (one handler file per API key, each opening with a
 // comment on its behaviour and versions), the group and transaction
 // coordinators, share groups (KIP-932: share_group.go on the coordinator,
-// share_store.go and share_partition.go on the topic partitions' shards), the listeners (listeners.go) with SASL authentication
-// (sasl.go), and the ACL authorizer (authorizer.go) over the bindings in
-// the image (acl.go). It satisfies the small interfaces that cluster
+// share_store.go and share_partition.go on the topic partitions' shards),
+// the listeners (listeners.go) with SASL authentication (sasl.go), and the
+// ACL authorizer (authorizer.go) over the bindings in the image (acl.go). It satisfies the small interfaces that cluster
 // and tiering declare.
 //
 // It may import cluster, tiering, nvme, ioring and numa; nothing imports it
