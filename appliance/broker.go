@@ -251,6 +251,9 @@ func (b *Broker) Close() error {
 			b.log.Warn("connections still open after 10s, closing partitions anyway")
 		}
 		b.stopCleaner() // before partitions close: a pass in flight is abandoned
+		if b.groups != nil {
+			b.groups.share.flushOnClose() // share-partition start offsets (share_store.go)
+		}
 		b.writeLogStartOffsets()
 		var mu sync.Mutex
 		for _, st := range b.shards {

@@ -5,7 +5,9 @@ package appliance
 // Deletes Empty groups: tombstones for the group's offsets and metadata are
 // appended to __consumer_offsets (acks=-1) and the group is forgotten.
 // A group with members answers NON_EMPTY_GROUP, an unknown one
-// GROUP_ID_NOT_FOUND.
+// GROUP_ID_NOT_FOUND. Share groups (KIP-932) are deleted the same way when
+// they have no members, with their share-partition states
+// (share_group.go).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -25,6 +27,9 @@ func handleDeleteGroups(b *Broker, r *request) any {
 			continue // answered GROUP_AUTHORIZATION_FAILED below
 		}
 		chans[i] = b.groupAsk(g, func(m *groupManager, reply func(any)) {
+			if b.deleteShareGroup(g, reply) {
+				return
+			}
 			m.deleteGroup(g, func(err *kerr.Error) { reply(err) })
 		})
 	}

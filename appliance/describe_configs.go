@@ -23,6 +23,9 @@ package appliance
 // broker id or a name that is not a number answers INVALID_REQUEST (42), as
 // does any other resource type.
 //
+// Group resources (type 32) list the group configs (share_config.go) with
+// their effective values, for any group id.
+//
 // config_names filters the entries; null or empty asks for all, an unknown
 // name is skipped. ConfigType (v3+) comes from each config's kind;
 // documentation is always null.
@@ -81,8 +84,10 @@ func handleDescribeConfigs(b *Broker, r *request) any {
 				break
 			}
 			res.Configs = describeBrokerConfigs(b.cfg.Props, im.Brokers[""], im.Brokers[rr.ResourceName], rr.ConfigNames, synonyms)
+		case kmsg.ConfigResourceTypeGroupConfig: // share_config.go
+			res.Configs = b.describeGroupConfigs(im, rr.ResourceName, rr.ConfigNames, synonyms)
 		default:
-			fail(fmt.Errorf("%w: resource type %d is not supported (2 topic, 4 broker)", kerr.InvalidRequest, rr.ResourceType))
+			fail(fmt.Errorf("%w: resource type %d is not supported (2 topic, 4 broker, 32 group)", kerr.InvalidRequest, rr.ResourceType))
 		}
 		resp.Resources = append(resp.Resources, res)
 	}

@@ -2,9 +2,10 @@
 // image and its log, the controller, partitions on their owner shards, the
 // Kafka wire protocol (one handler file per API key, each opening with a
 // comment on its behaviour and versions), the group and transaction
-// coordinators, the listeners (listeners.go) with SASL authentication
-// (sasl.go), and the ACL authorizer (authorizer.go) over the bindings in
-// the image (acl.go). It satisfies the small interfaces that cluster
+// coordinators, share groups (KIP-932: share_group.go on the coordinator,
+// share_store.go and share_partition.go on the topic partitions' shards),
+// the listeners (listeners.go) with SASL authentication (sasl.go), and the
+// ACL authorizer (authorizer.go) over the bindings in the image (acl.go). It satisfies the small interfaces that cluster
 // and tiering declare.
 //
 // It may import cluster, tiering, nvme, ioring and numa; nothing imports it
@@ -20,7 +21,11 @@
 //     one goroutine per request that has to wait (acks=all, long polls,
 //     metadata changes);
 //   - the controller (ctrlMu) serialises metadata changes; readers load the
-//     immutable Image from an atomic pointer without locking.
+//     immutable Image from an atomic pointer without locking;
+//   - a share-partition (share_partition.go) is owned by its topic
+//     partition's shard (shareStore.parts[shard id]); share groups by their
+//     __consumer_offsets partition's shard; share sessions are guarded by
+//     shareStore.mu, a leaf lock held only to check and move an epoch.
 //
 // Lock order: ctrlMu, then lsoMu, then connsMu. No lock is held while
 // waiting on a shard, except ctrlMu while the controller opens or closes

@@ -95,6 +95,7 @@ type groupCoordinator struct {
 	cfg   groupConfig
 	topic *TopicImage
 	parts []*offsetsPartition // by partition index; each used only on its shard
+	share *shareStore         // share-partitions and share sessions (share_store.go)
 }
 
 // offsetsPartition is one __consumer_offsets partition's coordinator state.
@@ -104,6 +105,7 @@ type offsetsPartition struct {
 	key   tpKey
 	index int32
 	mgr   *groupManager
+	share *shareManager // the share groups of this partition (share_group.go)
 }
 
 // startGroupCoordinator creates __consumer_offsets when missing, replays
@@ -122,9 +124,12 @@ func (b *Broker) startGroupCoordinator() error {
 		}
 	}
 	gc := &groupCoordinator{b: b, cfg: cfg, topic: t}
+	gc.share = newShareStore(b)
 	for _, p := range t.Partitions {
 		op := &offsetsPartition{gc: gc, st: b.shardFor(p), key: tpKey{t.ID, p.Partition}, index: p.Partition}
 		op.mgr = newGroupManager(op, cfg)
+		op.share = newShareManager(op, op.mgr)
+		op.share.released = func(group, member string) { go gc.share.releaseMember(group, member, nil) }
 		gc.parts = append(gc.parts, op)
 	}
 	var wg sync.WaitGroup
@@ -149,6 +154,7 @@ func (b *Broker) startGroupCoordinator() error {
 	b.groups = gc
 	b.log.Info("group coordinator loaded", "partitions", len(gc.parts), "took", time.Since(start).Round(time.Millisecond).String())
 	go gc.expiryLoop()
+	go gc.share.flushLoop()
 	return nil
 }
 
@@ -166,6 +172,8 @@ func (op *offsetsPartition) load() error {
 			return nil
 		case b.Attributes&0x10 != 0: // a transactional offset commit
 			return op.mgr.loadTxnRecord(b.ProducerID, r.Key, r.Value)
+		case isShareKey(r.Key): // share group records (share_group.go)
+			return op.share.loadRecord(r.Key, r.Value)
 		default:
 			return op.mgr.loadRecord(r.Key, r.Value)
 		}

@@ -19,6 +19,7 @@ package appliance
 // unknown config or an invalid value answer INVALID_CONFIG (40); an unknown
 // topic UNKNOWN_TOPIC_OR_PARTITION (3). Broker resources (type 4) answer
 // INVALID_REQUEST: broker configs are static and live in server.properties.
+// Group resources (type 32) take SET and DELETE (share_config.go).
 
 import (
 	"fmt"
@@ -60,6 +61,9 @@ func handleIncrementalAlterConfigs(b *Broker, r *request) any {
 
 // incrementalAlterResource applies one IncrementalAlterConfigs resource.
 func (b *Broker) incrementalAlterResource(rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
+	if rr.ResourceType == kmsg.ConfigResourceTypeGroupConfig {
+		return b.alterGroupConfigs(rr.ResourceName, rr.Configs, validateOnly) // share_config.go
+	}
 	keys := make([]string, 0, len(rr.Configs))
 	var nulls []string
 	for _, c := range rr.Configs {

@@ -5,7 +5,8 @@ package appliance
 // Every group this broker coordinates (all of them: it leads every
 // __consumer_offsets partition), with its protocol type; v4+ adds the state
 // and filters by state (KIP-518, case-insensitive), v5+ adds the group type
-// ("classic") and filters by type (KIP-848).
+// ("classic", or "share" for share groups, KIP-932: protocol type
+// "share") and filters by type (KIP-848).
 
 import (
 	"sort"
@@ -28,11 +29,14 @@ func handleListGroups(b *Broker, r *request) any {
 		return resp
 	}
 	chans := make([]chan []groupSummary, 0, len(gc.parts))
+	shareChans := make([]chan []shareGroupView, 0, len(gc.parts))
 	for _, op := range gc.parts {
 		ch := make(chan []groupSummary, 1)
+		sch := make(chan []shareGroupView, 1)
 		chans = append(chans, ch)
-		mgr := op.mgr
-		gc.post(op.st, func() { ch <- mgr.list() })
+		shareChans = append(shareChans, sch)
+		mgr, sm := op.mgr, op.share
+		gc.post(op.st, func() { ch <- mgr.list(); sch <- sm.list() })
 	}
 	match := func(filter []string, v string) bool {
 		if len(filter) == 0 {
@@ -47,14 +51,25 @@ func handleListGroups(b *Broker, r *request) any {
 	}
 	return deferred(func() any {
 		var all []groupSummary
-		for _, ch := range chans {
+		isShare := map[string]bool{}
+		for i, ch := range chans {
 			select {
 			case gs := <-ch:
 				all = append(all, gs...)
+				for _, sg := range <-shareChans[i] {
+					all = append(all, groupSummary{id: sg.id, state: sg.state, protocolType: "share"})
+					isShare[sg.id] = true
+				}
 			case <-b.closing:
 				resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 				return resp
 			}
+		}
+		groupType := func(g groupSummary) string {
+			if isShare[g.id] {
+				return "share"
+			}
+			return "classic"
 		}
 		sort.Slice(all, func(i, j int) bool { return all[i].id < all[j].id })
 		visible := b.listGroupsFilter(r) // authorizer_checks.go
@@ -65,11 +80,11 @@ func handleListGroups(b *Broker, r *request) any {
 			if r.version >= 4 && !match(req.StatesFilter, g.state) {
 				continue
 			}
-			if r.version >= 5 && !match(req.TypesFilter, "classic") {
+			if r.version >= 5 && !match(req.TypesFilter, groupType(g)) {
 				continue
 			}
 			lg := kmsg.NewListGroupsResponseGroup()
-			lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.id, g.protocolType, g.state, "classic"
+			lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.id, g.protocolType, g.state, groupType(g)
 			resp.Groups = append(resp.Groups, lg)
 		}
 		return resp

@@ -73,7 +73,8 @@ type PartitionRecord struct {
 }
 
 // ConfigRecord sets (Value != nil) or removes (Value == nil) one config of a
-// resource. ResourceType uses Kafka's codes: 2 topic, 4 broker.
+// resource. ResourceType uses Kafka's codes: 2 topic, 4 broker, 32 group
+// (KIP-848/KIP-932 group configs, share_config.go).
 type ConfigRecord struct {
 	ResourceType int8    `json:"resourceType"`
 	Name         string  `json:"name"`
@@ -112,6 +113,9 @@ type Image struct {
 	Topics     map[string]*TopicImage
 	TopicsByID map[TopicID]*TopicImage
 	Brokers    map[string]map[string]string // broker config overrides by node id
+	// GroupConfigs are the GROUP config resources' values by group id
+	// (share_config.go); nil when there are none.
+	GroupConfigs map[string]map[string]string
 	// NextProducerID is the first producer id not yet handed out in a block.
 	NextProducerID int64
 	// ACLs is the set of ACL bindings (acl.go); nil when there are none.
@@ -145,6 +149,7 @@ func (im *Image) Apply(offset int64, recs []MetadataRecord) (*Image, error) {
 		TopicsByID: make(map[TopicID]*TopicImage, len(im.Topics)+1),
 		Brokers:    im.Brokers,
 
+		GroupConfigs:   im.GroupConfigs,
 		NextProducerID: im.NextProducerID,
 		ACLs:           im.ACLs,
 
@@ -230,6 +235,8 @@ func (im *Image) Apply(offset int64, recs []MetadataRecord) (*Image, error) {
 				}
 				b[r.Config.Name] = m
 				next.Brokers = b
+			case 32:
+				next.GroupConfigs = applyGroupConfig(next.GroupConfigs, r.Config)
 			default:
 				return nil, fmt.Errorf("cannot apply ConfigRecord: resource type %d", r.Config.ResourceType)
 			}

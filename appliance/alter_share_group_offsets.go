@@ -1,0 +1,94 @@
+package appliance
+
+// AlterShareGroupOffsets (key 91), v0 (KIP-932, "Share group
+// administration").
+//
+// Sets share-partition start offsets of a share group that has no members,
+// creating the group (and its share-partitions) when it does not exist.
+// The new SPSOs are persisted (acks=-1) with their state epoch moved on,
+// and live share-partitions forget their in-flight records and restart
+// from them. Group errors (top level): NON_EMPTY_GROUP with members,
+// GROUP_ID_NOT_FOUND when the id names a classic group, INVALID_GROUP_ID
+// for an empty id, GROUP_AUTHORIZATION_FAILED without READ on the group.
+// Partition errors: UNKNOWN_TOPIC_OR_PARTITION, TOPIC_AUTHORIZATION_FAILED,
+// INVALID_REQUEST for a negative offset.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiDef{key: 91, min: 0, max: 0, handle: handleAlterShareGroupOffsets})
+}
+
+func handleAlterShareGroupOffsets(b *Broker, r *request) any {
+	req := r.req.(*kmsg.AlterShareGroupOffsetsRequest)
+	return deferred(func() any {
+		resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
+		im := b.currentImage()
+		fail := func(err *kerr.Error) any {
+			resp.ErrorCode = err.Code
+			resp.ErrorMessage = strPtr(err.Message)
+			return resp
+		}
+		switch {
+		case req.GroupID == "":
+			return fail(kerr.InvalidGroupID)
+		case b.groupDenied(r, kmsg.ACLOperationRead, req.GroupID):
+			return fail(kerr.GroupAuthorizationFailed)
+		}
+		starts := map[shareTP]int64{}
+		type ref struct{ ti, pi int }
+		refs := map[shareTP]ref{}
+		for _, qt := range req.Topics {
+			t := im.Topics[qt.Topic]
+			rt := kmsg.NewAlterShareGroupOffsetsResponseTopic()
+			rt.Topic = qt.Topic
+			if t != nil {
+				rt.TopicID = t.ID
+			}
+			for _, qp := range qt.Partitions {
+				rp := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
+				rp.Partition = qp.Partition
+				switch {
+				case t == nil || qp.Partition < 0 || int(qp.Partition) >= len(t.Partitions):
+					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				case b.topicDenied(r, kmsg.ACLOperationRead, t.Name):
+					rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				case qp.StartOffset < 0:
+					rp.ErrorCode = kerr.InvalidRequest.Code
+				default:
+					tp := shareTP{t.ID, qp.Partition}
+					starts[tp] = qp.StartOffset
+					refs[tp] = ref{len(resp.Topics), len(rt.Partitions)}
+				}
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		if len(starts) == 0 {
+			return resp
+		}
+		type answer struct {
+			err *kerr.Error
+			out map[shareTP]shareStart
+		}
+		v, ok := b.shareAsk(req.GroupID, func(sm *shareManager, reply func(any)) {
+			sm.alterStarts(req.GroupID, starts, func(err *kerr.Error, out map[shareTP]shareStart) { reply(answer{err, out}) })
+		})
+		if !ok {
+			return fail(kerr.CoordinatorNotAvailable)
+		}
+		ans := v.(answer)
+		if ans.err != nil {
+			for tp, rf := range refs {
+				_ = tp
+				resp.Topics[rf.ti].Partitions[rf.pi].ErrorCode = ans.err.Code
+			}
+			return fail(ans.err)
+		}
+		b.groups.share.resetStarts(req.GroupID, ans.out)
+		return resp
+	})
+}

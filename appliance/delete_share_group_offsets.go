@@ -1,0 +1,71 @@
+package appliance
+
+// DeleteShareGroupOffsets (key 92), v0 (KIP-932, "Share group
+// administration").
+//
+// Deletes the share-partition states of whole topics of a share group that
+// has no members: tombstones are persisted (acks=-1) and the live
+// share-partitions are dropped, so the next fetch starts again from
+// share.auto.offset.reset. Group errors (top level): NON_EMPTY_GROUP with
+// members, GROUP_ID_NOT_FOUND for an id that is no share group,
+// INVALID_GROUP_ID for an empty one, GROUP_AUTHORIZATION_FAILED without
+// DELETE on the group. Topic errors: UNKNOWN_TOPIC_OR_PARTITION,
+// TOPIC_AUTHORIZATION_FAILED.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiDef{key: 92, min: 0, max: 0, handle: handleDeleteShareGroupOffsets})
+}
+
+func handleDeleteShareGroupOffsets(b *Broker, r *request) any {
+	req := r.req.(*kmsg.DeleteShareGroupOffsetsRequest)
+	return deferred(func() any {
+		resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
+		im := b.currentImage()
+		fail := func(err *kerr.Error) any {
+			resp.ErrorCode = err.Code
+			resp.ErrorMessage = strPtr(err.Message)
+			return resp
+		}
+		switch {
+		case req.GroupID == "":
+			return fail(kerr.InvalidGroupID)
+		case b.groupDenied(r, kmsg.ACLOperationDelete, req.GroupID):
+			return fail(kerr.GroupAuthorizationFailed)
+		}
+		topics := map[TopicID]bool{}
+		for _, qt := range req.Topics {
+			t := im.Topics[qt.Topic]
+			rt := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
+			rt.Topic = qt.Topic
+			switch {
+			case t == nil:
+				rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case b.topicDenied(r, kmsg.ACLOperationRead, t.Name):
+				rt.TopicID = t.ID
+				rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			default:
+				rt.TopicID = t.ID
+				topics[t.ID] = true
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		v, ok := b.shareAsk(req.GroupID, func(sm *shareManager, reply func(any)) {
+			sm.deleteStarts(req.GroupID, topics, func(err *kerr.Error) { reply(err) })
+		})
+		if !ok {
+			return fail(kerr.CoordinatorNotAvailable)
+		}
+		if err := v.(*kerr.Error); err != nil {
+			return fail(err)
+		}
+		if len(topics) > 0 {
+			b.groups.share.dropGroup(req.GroupID, topics)
+		}
+		return resp
+	})
+}

@@ -1,0 +1,105 @@
+package appliance
+
+// ShareAcknowledge (key 79), v1-v2 (KIP-932; v2 adds IsRenewAck and
+// AcquisitionLockTimeoutMillis, KIP-1222).
+//
+// Acknowledges records a share consumer was given, outside a ShareFetch:
+// per partition, batches of [FirstOffset, LastOffset] with one
+// acknowledge type for the batch or one per offset: 0 gap (archived), 1
+// accept (Acknowledged), 2 release (Available again, or Archived at
+// share.delivery.count.limit), 3 reject (Archived), 4 renew (the
+// acquisition lock starts again; only with IsRenewAck). Every offset of a
+// batch must be Acquired by the member, else the partition answers
+// INVALID_RECORD_STATE and the batch changes nothing; a malformed batch
+// answers INVALID_REQUEST. ShareSessionEpoch must be that of the member's
+// open share session (INVALID_SHARE_SESSION_EPOCH, SHARE_SESSION_NOT_FOUND;
+// 0 cannot open one); -1 closes the session after the acknowledgements and
+// releases the records the member still holds in it.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiDef{key: 79, min: 1, max: 2, handle: handleShareAcknowledge})
+}
+
+func handleShareAcknowledge(b *Broker, r *request) any {
+	req := r.req.(*kmsg.ShareAcknowledgeRequest)
+	return deferred(func() any { return b.shareAcknowledge(r, req) })
+}
+
+func (b *Broker) shareAcknowledge(r *request, req *kmsg.ShareAcknowledgeRequest) *kmsg.ShareAcknowledgeResponse {
+	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
+	fail := func(code int16) *kmsg.ShareAcknowledgeResponse {
+		resp.ErrorCode = code
+		return resp
+	}
+	if b.groups == nil {
+		return fail(kerr.UnknownServerError.Code)
+	}
+	s := b.groups.share
+	group, member := deref(req.GroupID), deref(req.MemberID)
+	switch {
+	case group == "" || member == "":
+		return fail(kerr.InvalidRequest.Code)
+	case b.groupDenied(r, kmsg.ACLOperationRead, group):
+		return fail(kerr.GroupAuthorizationFailed.Code)
+	case req.ShareSessionEpoch == 0:
+		return fail(kerr.InvalidShareSessionEpoch.Code)
+	}
+	im := b.currentImage()
+	settings := b.shareSettings(im, group)
+	resp.AcquisitionLockTimeoutMillis = int32(settings.part.lockMs)
+	parts, _, _, code := s.openSession(r.c, group, member, req.ShareSessionEpoch, nil, nil)
+	if code != 0 {
+		return fail(code)
+	}
+	var list, all []*shareItem
+	for _, t := range req.Topics {
+		topic := im.TopicsByID[TopicID(t.TopicID)]
+		for _, p := range t.Partitions {
+			it := &shareItem{topic: topic, tp: tpKey{TopicID(t.TopicID), p.Partition}, hadAcks: true}
+			for _, a := range p.AcknowledgementBatches {
+				it.acks = append(it.acks, shareAck{a.FirstOffset, a.LastOffset, a.AcknowledgeTypes})
+			}
+			switch {
+			case topic == nil:
+				it.ackErr = kerr.UnknownTopicID
+			case p.Partition < 0 || int(p.Partition) >= len(topic.Partitions):
+				it.ackErr = kerr.UnknownTopicOrPartition
+			case b.topicDenied(r, kmsg.ACLOperationRead, topic.Name):
+				it.ackErr = kerr.TopicAuthorizationFailed
+			default:
+				list = append(list, it)
+			}
+			all = append(all, it)
+		}
+	}
+	pass := &sharePass{s: s, group: group, member: member, settings: settings, renew: req.IsRenewAck}
+	if !pass.run(list, true) {
+		return fail(kerr.UnknownServerError.Code)
+	}
+	if req.ShareSessionEpoch == -1 {
+		s.releaseMemberWait(group, member, parts)
+	}
+	byTopic := map[TopicID]int{}
+	for _, it := range all {
+		ti, ok := byTopic[it.tp.id]
+		if !ok {
+			rt := kmsg.NewShareAcknowledgeResponseTopic()
+			rt.TopicID = it.tp.id
+			resp.Topics = append(resp.Topics, rt)
+			ti = len(resp.Topics) - 1
+			byTopic[it.tp.id] = ti
+		}
+		rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
+		rp.Partition = it.tp.p
+		rp.ErrorCode = errCode(it.ackErr)
+		rp.ErrorMessage = adminErrMsg(it.ackErr)
+		rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = b.shareLeader(it.topic, it.tp.p)
+		resp.Topics[ti].Partitions = append(resp.Topics[ti].Partitions, rp)
+	}
+	return resp
+}

@@ -1,0 +1,238 @@
+package appliance
+
+// ShareFetch (key 78), v1-v2 (KIP-932; v2 adds ShareAcquireMode and
+// IsRenewAck, KIP-1206 and KIP-1222).
+//
+// A share consumer's fetch: it carries the acknowledgements of records it
+// was given before (piggybacked, processed first) and acquires Available
+// records of its share session's partitions for the member: at most
+// MaxRecords records (in both acquire modes the limit is exact) and
+// MaxBytes bytes, each partition at most partition_max_bytes, the first
+// batch whole (KIP-74); BatchSize does not split AcquiredRecords, which
+// come as runs of equal delivery count. MinBytes is read as 1: the answer
+// goes out as soon as anything is acquired. The response carries the batches holding the
+// acquired offsets and the AcquiredRecords ranges with their delivery
+// count; the records stay Acquired by the member for
+// AcquisitionLockTimeoutMillis (share.record.lock.duration.ms). With
+// nothing to acquire it waits up to MaxWaitMs for an append or for records
+// to become Available (a release, an acquisition lock expiry).
+//
+// Share sessions: ShareSessionEpoch 0 opens the member's session (a
+// request that also acknowledges answers INVALID_REQUEST), -1 closes it
+// after its acknowledgements without fetching, releasing what the member
+// still holds in it; any other epoch must be the one expected
+// (INVALID_SHARE_SESSION_EPOCH) of an open session (SHARE_SESSION_NOT_FOUND).
+// Listed partitions join the session, ForgottenTopicsData leave it; the
+// fetch covers every partition in the session. Unknown topic ids answer
+// UNKNOWN_TOPIC_ID, acknowledgements of records not Acquired by the member
+// INVALID_RECORD_STATE (AcknowledgeErrorCode). read_committed
+// (share.isolation.level) stops at the last stable offset and archives the
+// records of aborted transactions.
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiDef{key: 78, min: 1, max: 2, handle: handleShareFetch})
+}
+
+// shareDefaultMaxRecords is the MaxRecords of a request that sets none
+// (v0 had none; Kafka's share.max.fetch.records default).
+const shareDefaultMaxRecords = 500
+
+func handleShareFetch(b *Broker, r *request) any {
+	req := r.req.(*kmsg.ShareFetchRequest)
+	return deferred(func() any { return b.shareFetch(r, req) })
+}
+
+func (b *Broker) shareFetch(r *request, req *kmsg.ShareFetchRequest) *kmsg.ShareFetchResponse {
+	start := time.Now()
+	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
+	fail := func(code int16) *kmsg.ShareFetchResponse {
+		resp.ErrorCode = code
+		return resp
+	}
+	if b.groups == nil {
+		return fail(kerr.UnknownServerError.Code)
+	}
+	s := b.groups.share
+	group, member := deref(req.GroupID), deref(req.MemberID)
+	if group == "" || member == "" {
+		return fail(kerr.InvalidRequest.Code)
+	}
+	if b.groupDenied(r, kmsg.ACLOperationRead, group) {
+		return fail(kerr.GroupAuthorizationFailed.Code)
+	}
+	im := b.currentImage()
+	settings := b.shareSettings(im, group)
+	resp.AcquisitionLockTimeoutMillis = int32(settings.part.lockMs)
+
+	items := map[tpKey]*shareItem{}
+	var bad []*shareItem // answered with an error, never in the session
+	add := map[tpKey]int32{}
+	hasAcks := false
+	for _, t := range req.Topics {
+		topic := im.TopicsByID[TopicID(t.TopicID)]
+		for _, p := range t.Partitions {
+			tp := tpKey{TopicID(t.TopicID), p.Partition}
+			it := &shareItem{topic: topic, tp: tp, maxBytes: p.PartitionMaxBytes}
+			for _, a := range p.AcknowledgementBatches {
+				it.acks = append(it.acks, shareAck{a.FirstOffset, a.LastOffset, a.AcknowledgeTypes})
+			}
+			it.hadAcks = len(it.acks) > 0
+			hasAcks = hasAcks || it.hadAcks
+			switch {
+			case topic == nil:
+				it.errCode = kerr.UnknownTopicID.Code
+			case p.Partition < 0 || int(p.Partition) >= len(topic.Partitions):
+				it.errCode = kerr.UnknownTopicOrPartition.Code
+			case b.topicDenied(r, kmsg.ACLOperationRead, topic.Name):
+				it.errCode = kerr.TopicAuthorizationFailed.Code
+			}
+			if it.errCode != 0 {
+				if it.hadAcks {
+					it.ackErr = kerr.ErrorForCode(it.errCode)
+				}
+				bad = append(bad, it)
+				continue
+			}
+			items[tp] = it
+			add[tp] = p.PartitionMaxBytes
+		}
+	}
+	if req.ShareSessionEpoch == 0 && hasAcks {
+		return fail(kerr.InvalidRequest.Code)
+	}
+	var forget []tpKey
+	for _, f := range req.ForgottenTopicsData {
+		for _, p := range f.Partitions {
+			forget = append(forget, tpKey{TopicID(f.TopicID), p})
+		}
+	}
+	parts, next, released, code := s.openSession(r.c, group, member, req.ShareSessionEpoch, add, forget)
+	if code != 0 {
+		return fail(code)
+	}
+	if released != nil {
+		s.releaseMemberWait(group, member, released)
+	}
+	final := req.ShareSessionEpoch == -1
+	fetch := !final && !req.IsRenewAck
+	for tp, mb := range parts {
+		it := items[tp]
+		if it == nil {
+			topic := im.TopicsByID[tp.id]
+			if topic == nil || int(tp.p) >= len(topic.Partitions) {
+				continue // deleted since it joined the session
+			}
+			it = &shareItem{topic: topic, tp: tp, maxBytes: mb}
+			items[tp] = it
+		}
+		it.fetch = fetch
+	}
+	list := make([]*shareItem, 0, len(items))
+	for _, it := range items {
+		list = append(list, it)
+	}
+	list = shareItemsOrder(list, next)
+
+	pass := &sharePass{s: s, group: group, member: member, settings: settings, renew: req.IsRenewAck,
+		maxRecords: int(req.MaxRecords), maxBytes: req.MaxBytes, first: true}
+	if pass.maxRecords <= 0 {
+		pass.maxRecords = shareDefaultMaxRecords
+	}
+	if pass.maxBytes <= 0 {
+		pass.maxBytes = 52428800
+	}
+	wait := fetch && req.MaxWaitMillis > 0
+	var w *fetchWaiter
+	if wait {
+		w = &fetchWaiter{notify: make(chan struct{}, 1)}
+		defer w.done.Store(true)
+		pass.parked = w
+	}
+	if !pass.run(list, true) {
+		return fail(kerr.UnknownServerError.Code)
+	}
+	if final {
+		s.releaseMemberWait(group, member, parts)
+	}
+	if fetch {
+		var init []*shareItem
+		for _, it := range list {
+			if it.needsInit {
+				init = append(init, it)
+			}
+		}
+		if len(init) > 0 {
+			s.initParts(group, init, settings)
+			if !pass.run(init, false) {
+				return fail(kerr.UnknownServerError.Code)
+			}
+		}
+	}
+	if wait && pass.acquiredAny == 0 {
+		deadline := start.Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+		for pass.acquiredAny == 0 && time.Now().Before(deadline) {
+			timer := time.NewTimer(time.Until(deadline))
+			select {
+			case <-w.notify:
+				timer.Stop()
+			case <-timer.C:
+			case <-r.c.closed:
+				timer.Stop()
+				return fail(kerr.UnknownServerError.Code)
+			case <-b.closing:
+				timer.Stop()
+				return fail(kerr.UnknownServerError.Code)
+			}
+			if !pass.run(list, false) {
+				return fail(kerr.UnknownServerError.Code)
+			}
+		}
+	}
+	list = append(list, bad...)
+	byTopic := map[TopicID]int{}
+	for _, it := range list {
+		if !it.hadAcks && it.errCode == 0 && len(it.acquired) == 0 {
+			continue
+		}
+		ti, ok := byTopic[it.tp.id]
+		if !ok {
+			rt := kmsg.NewShareFetchResponseTopic()
+			rt.TopicID = it.tp.id
+			resp.Topics = append(resp.Topics, rt)
+			ti = len(resp.Topics) - 1
+			byTopic[it.tp.id] = ti
+		}
+		rp := kmsg.NewShareFetchResponseTopicPartition()
+		rp.Partition = it.tp.p
+		rp.ErrorCode = it.errCode
+		if it.hadAcks {
+			rp.AcknowledgeErrorCode = errCode(it.ackErr)
+			rp.AcknowledgeErrorMessage = adminErrMsg(it.ackErr)
+		}
+		rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = b.shareLeader(it.topic, it.tp.p)
+		if len(it.acquired) > 0 {
+			rp.Records = it.records
+			for _, a := range it.acquired {
+				ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
+				ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = a.first, a.last, a.deliveries
+				rp.AcquiredRecords = append(rp.AcquiredRecords, ar)
+			}
+		}
+		resp.Topics[ti].Partitions = append(resp.Topics[ti].Partitions, rp)
+	}
+	return resp
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,75 @@
+package appliance
+
+// ShareGroupHeartbeat (key 76), v1 (KIP-932, "ShareGroupHeartbeat API").
+//
+// Joins (MemberEpoch 0, with the member id the client generated and a
+// non-empty SubscribedTopicNames), leaves (-1) or heartbeats a share group
+// member on the group's coordinator (share_group.go). The answer carries
+// the member epoch, the heartbeat interval (share.heartbeat.interval.ms,
+// 5000 by default) and the member's assignment by topic id. A member that
+// sends nothing for share.session.timeout.ms (45000) is removed and the
+// records it holds are released. Errors: INVALID_REQUEST for an empty
+// group or member id, a joining member without topics or an epoch below
+// -1; UNKNOWN_MEMBER_ID for a member the group does not know (the client
+// rejoins with epoch 0); FENCED_MEMBER_EPOCH for an epoch that is neither
+// the member's current nor its previous one; GROUP_ID_NOT_FOUND when the id
+// names a classic group; GROUP_MAX_SIZE_REACHED past group.share.max.size
+// (200) members; GROUP_AUTHORIZATION_FAILED without READ on the
+// group.
+
+import (
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiDef{key: 76, min: 1, max: 1, handle: handleShareGroupHeartbeat})
+}
+
+func handleShareGroupHeartbeat(b *Broker, r *request) any {
+	req := r.req.(*kmsg.ShareGroupHeartbeatRequest)
+	return deferred(func() any {
+		resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+		fail := func(err error) any {
+			resp.ErrorCode = errCode(err)
+			resp.ErrorMessage = adminErrMsg(err)
+			return resp
+		}
+		if b.groupDenied(r, kmsg.ACLOperationRead, req.GroupID) {
+			return fail(kerr.GroupAuthorizationFailed)
+		}
+		im := b.currentImage()
+		settings := b.shareSettings(im, req.GroupID)
+		args := shareHeartbeatArgs{group: req.GroupID, member: req.MemberID, clientID: r.clientID, clientHost: clientHost(r.c.remote),
+			memberEpoch: req.MemberEpoch, rack: req.RackID, topics: req.SubscribedTopicNames, settings: settings, im: im}
+		v, ok := b.shareAsk(req.GroupID, func(sm *shareManager, reply func(any)) { reply(sm.heartbeat(args)) })
+		if !ok {
+			return fail(kerr.CoordinatorNotAvailable)
+		}
+		res := v.(shareHeartbeatResult)
+		if res.err != nil {
+			return fail(res.err)
+		}
+		resp.MemberID = strPtr(req.MemberID)
+		resp.MemberEpoch = res.epoch
+		resp.HeartbeatIntervalMillis = int32(settings.heartbeatInterval.Milliseconds())
+		if res.epoch >= 0 {
+			a := kmsg.NewShareGroupHeartbeatResponseAssignment()
+			ids := make([]TopicID, 0, len(res.assignment))
+			for id := range res.assignment {
+				ids = append(ids, id)
+			}
+			slices.SortFunc(ids, func(x, y TopicID) int { return slices.Compare(x[:], y[:]) })
+			for _, id := range ids {
+				tp := kmsg.NewShareGroupHeartbeatResponseAssignmentTopicPartition()
+				tp.TopicID = id
+				tp.Partitions = slices.Clone(res.assignment[id])
+				a.TopicPartitions = append(a.TopicPartitions, tp)
+			}
+			resp.Assignment = &a
+		}
+		return resp
+	})
+}
