@@ -5,7 +5,11 @@ package appliance
 // A group's state, protocol type and name, and members (client id and
 // host; metadata and assignment while Stable). A group this broker does not
 // know is described as Dead with no error, as Kafka does before v6. v4+
-// carries group.instance.id; authorized operations are not computed (no
+// carries group.instance.id. A KIP-848 consumer-protocol group is described
+// with its consumer group state, protocol type "consumer", its assignor as
+// the protocol, and each member's subscription and current assignment
+// encoded in the classic consumer protocol's formats
+// (consumer_group.go describeConsumerAsClassic); authorized operations are not computed (no
 // ACLs), so they stay at Kafka's "not requested" value.
 
 import (

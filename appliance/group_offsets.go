@@ -121,6 +121,12 @@ func (m *groupManager) commitOffsets(a offsetCommitArgs, done func([]*kerr.Error
 	case g.state == groupDead:
 		all(kerr.CoordinatorNotAvailable)
 		return
+	case g.cg != nil:
+		// A consumer-protocol group: the generation is the member epoch.
+		if err := g.cgCheckMember(a.memberID, a.generation); err != nil {
+			all(err)
+			return
+		}
 	case g.fenced(a.instanceID, a.memberID):
 		all(kerr.FencedInstanceID)
 		return
@@ -225,9 +231,20 @@ func (m *groupManager) fetchOffsets(groupID string, topics map[string][]int32, o
 	return out
 }
 
+// checkFetchMember validates the member of an OffsetFetch v9 against a
+// consumer-protocol group; other groups are not checked.
+func (m *groupManager) checkFetchMember(groupID, memberID string, epoch int32) *kerr.Error {
+	g := m.groups[groupID]
+	if g == nil || g.cg == nil || (memberID == "" && epoch < 0) {
+		return nil
+	}
+	return g.cgCheckMember(memberID, epoch)
+}
+
 // groupSummary is one group as ListGroups and DescribeGroups show it.
 type groupSummary struct {
 	id, state, protocolType, protocolName string
+	groupType                             string // ListGroups v5: "classic" or "consumer"
 	members                               []memberSummary
 }
 
@@ -240,6 +257,9 @@ func (m *groupManager) describe(groupID string) groupSummary {
 	g := m.groups[groupID]
 	if g == nil {
 		return groupSummary{id: groupID, state: groupDead.String()}
+	}
+	if g.cg != nil {
+		return m.describeConsumerAsClassic(g)
 	}
 	s := groupSummary{id: g.id, state: g.state.String(), protocolType: g.protocolType}
 	if g.state == groupStable || g.state == groupCompletingRebalance {
@@ -262,7 +282,11 @@ func (m *groupManager) list() []groupSummary {
 		if g.state == groupDead {
 			continue
 		}
-		out = append(out, groupSummary{id: g.id, state: g.state.String(), protocolType: g.protocolType})
+		if g.cg != nil {
+			out = append(out, groupSummary{id: g.id, state: g.cg.stateName(), protocolType: "consumer", groupType: "consumer"})
+			continue
+		}
+		out = append(out, groupSummary{id: g.id, state: g.state.String(), protocolType: g.protocolType, groupType: "classic"})
 	}
 	return out
 }
@@ -282,7 +306,7 @@ func (m *groupManager) deleteGroup(groupID string, done func(*kerr.Error)) {
 		return
 	}
 	recs := m.tombstones(g, nil)
-	recs = append(recs, kmsg.Record{Key: groupMetadataKey(g.id)})
+	recs = append(recs, groupTombstones(g)...)
 	m.transition(g, groupDead)
 	m.env.persist(recs, func(err error) {
 		if err != nil {
@@ -295,6 +319,16 @@ func (m *groupManager) deleteGroup(groupID string, done func(*kerr.Error)) {
 		}
 		done(nil)
 	})
+}
+
+// groupTombstones deletes g's group records: the classic GroupMetadataKey
+// and, for a consumer-protocol group, its ConsumerGroupMetadataKey. The
+// classic tombstone comes last, so a replay forgets the whole group.
+func groupTombstones(g *group) []kmsg.Record {
+	if g.cg != nil {
+		return []kmsg.Record{{Key: consumerGroupKey(g.id)}, {Key: groupMetadataKey(g.id)}}
+	}
+	return []kmsg.Record{{Key: groupMetadataKey(g.id)}}
 }
 
 // tombstones deletes the offsets of g for which keep returns false (all when keep is nil).
@@ -321,6 +355,9 @@ func (m *groupManager) tombstones(g *group, del func(groupTP) bool) []kmsg.Recor
 // subscribedTopics is the union of the consumer-protocol subscriptions of
 // g's members; ok is false when g does not use the consumer protocol.
 func (g *group) subscribedTopics() (map[string]bool, bool) {
+	if g.cg != nil {
+		return g.cg.subscribedTopics(), true
+	}
 	if g.protocolType != "consumer" || g.protocolName == "" {
 		return nil, false
 	}
@@ -419,7 +456,7 @@ func (m *groupManager) expireOffsets() {
 		recs := m.tombstones(g, expired)
 		removeGroup := len(recs) == len(g.offsets)
 		if removeGroup {
-			recs = append(recs, kmsg.Record{Key: groupMetadataKey(g.id)})
+			recs = append(recs, groupTombstones(g)...)
 		}
 		if len(recs) == 0 {
 			continue
@@ -462,7 +499,7 @@ func (m *groupManager) dropTopicOffsets(topic string) {
 			}
 		}
 		if g.state == groupEmpty && len(g.offsets) == 0 && len(g.pending) == 0 {
-			recs = append(recs, kmsg.Record{Key: groupMetadataKey(g.id)})
+			recs = append(recs, groupTombstones(g)...)
 			m.transition(g, groupDead)
 			delete(m.groups, id)
 		}
@@ -526,6 +563,7 @@ func (m *groupManager) loadRecord(key, value []byte) error {
 		if g == nil {
 			g = m.newGroup(k.Group)
 		}
+		g.cg = nil
 		g.protocolType = v.ProtocolType
 		g.generation = v.Generation
 		g.protocolName, g.leader = "", ""
@@ -561,6 +599,31 @@ func (m *groupManager) loadRecord(key, value []byte) error {
 		} else {
 			g.state = groupEmpty
 		}
+	case 3:
+		// ConsumerGroupMetadataKey (consumer_group.go): a KIP-848 group and
+		// its group epoch; a tombstone turns the group back into a classic
+		// one (DeleteGroups also writes the classic tombstone after it).
+		id, epoch, err := readConsumerGroupRecord(key, value)
+		if err != nil {
+			return fmt.Errorf("cannot read consumer group metadata record: %w", err)
+		}
+		g := m.groups[id]
+		if value == nil {
+			if g != nil && g.cg != nil {
+				g.cg = nil
+				g.protocolType = ""
+			}
+			return nil
+		}
+		if g == nil {
+			g = m.newGroup(id)
+		}
+		clear(g.members)
+		clear(g.static)
+		g.protocolName, g.leader = "", ""
+		g.protocolType = "consumer"
+		g.state = groupEmpty
+		g.cg = newConsumerGroup(epoch)
 	default:
 		// A record type we do not know (a newer Kafka's): skip it.
 	}

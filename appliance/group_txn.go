@@ -62,6 +62,12 @@ func (m *groupManager) txnCommitOffsets(a txnOffsetArgs, done func([]*kerr.Error
 		return
 	case a.memberID == "" && a.generation < 0:
 		// v0-v2, or a producer outside the group: no member check.
+	case g.cg != nil:
+		// A consumer-protocol group: the generation is the member epoch.
+		if err := g.cgCheckMember(a.memberID, a.generation); err != nil {
+			all(err)
+			return
+		}
 	case g.fenced(a.instanceID, a.memberID):
 		all(kerr.FencedInstanceID)
 		return

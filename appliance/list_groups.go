@@ -5,7 +5,8 @@ package appliance
 // Every group this broker coordinates (all of them: it leads every
 // __consumer_offsets partition), with its protocol type; v4+ adds the state
 // and filters by state (KIP-518, case-insensitive), v5+ adds the group type
-// ("classic") and filters by type (KIP-848).
+// ("classic", or "consumer" for KIP-848 groups, whose states are Empty,
+// Assigning, Reconciling and Stable) and filters by type (KIP-848).
 
 import (
 	"sort"
@@ -65,11 +66,11 @@ func handleListGroups(b *Broker, r *request) any {
 			if r.version >= 4 && !match(req.StatesFilter, g.state) {
 				continue
 			}
-			if r.version >= 5 && !match(req.TypesFilter, "classic") {
+			if r.version >= 5 && !match(req.TypesFilter, g.groupType) {
 				continue
 			}
 			lg := kmsg.NewListGroupsResponseGroup()
-			lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.id, g.protocolType, g.state, "classic"
+			lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.id, g.protocolType, g.state, g.groupType
 			resp.Groups = append(resp.Groups, lg)
 		}
 		return resp
