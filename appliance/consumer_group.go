@@ -148,8 +148,8 @@ type cgMember struct {
 	re               *regexp.Regexp
 	assignor         string // ServerAssignor, "" for the group's default
 
-	assigned partSet // the partitions the member may own now
-	revoking partSet // the partitions it must give up before advancing
+	assigned partSet         // the partitions the member may own now
+	revoking partSet         // the partitions it must give up before advancing
 	topics   map[string]bool // resolved subscription
 
 	sendAssignment bool // the assignment changed since the member was last told
@@ -167,7 +167,7 @@ type consumerGroup struct {
 	members         map[string]*cgMember
 	static          map[string]string // instance id -> member id
 	target          map[string]partSet
-	imageOffset     int64            // metadata image the subscriptions were last resolved against
+	imageOffset     int64              // metadata image the subscriptions were last resolved against
 	resolved        map[string]cgTopic // the subscribed topics as last resolved
 }
 
