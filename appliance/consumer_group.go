@@ -319,6 +319,9 @@ func (m *groupManager) consumerHeartbeat(a cgHeartbeatArgs, done func(cgHeartbea
 	var mem *cgMember
 	changed := false
 	if a.epoch == cgJoinEpoch {
+		if a.owned == nil {
+			a.owned = partSet{} // a (re)joining member owns nothing
+		}
 		var err *kerr.Error
 		var msg string
 		mem, changed, err, msg = m.cgJoin(g, a)
