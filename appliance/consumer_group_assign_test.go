@@ -3,6 +3,9 @@ package appliance
 import (
 	"fmt"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 func assignTopics(spec map[string]int32) map[string]cgTopic {
@@ -141,5 +144,36 @@ func TestRangeAssign(t *testing.T) {
 	}
 	if got := computeAssignment("range", nil, topics, nil); len(got) != 0 {
 		t.Fatalf("no members: %v", got)
+	}
+}
+
+func TestConsumerGroupConfig(t *testing.T) {
+	c, err := groupConfigFromProps(map[string]string{})
+	if err != nil || c.consumerHeartbeatInterval != 5*time.Second || c.consumerSessionTimeout != 45*time.Second ||
+		len(c.consumerAssignors) != 2 || c.consumerAssignors[0] != "uniform" || !c.consumerProtocol {
+		t.Fatalf("defaults: %+v %v", c, err)
+	}
+	c, err = groupConfigFromProps(map[string]string{"group.consumer.heartbeat.interval.ms": "300",
+		"group.consumer.assignors": "range", "group.coordinator.rebalance.protocols": "classic", "group.consumer.max.size": "3"})
+	if err != nil || c.consumerHeartbeatInterval != 300*time.Millisecond || len(c.consumerAssignors) != 1 ||
+		c.consumerAssignors[0] != "range" || c.consumerProtocol || c.consumerMaxSize != 3 {
+		t.Fatalf("overrides: %+v %v", c, err)
+	}
+	if _, err := groupConfigFromProps(map[string]string{"group.consumer.assignors": "roundrobin"}); err == nil {
+		t.Fatal("an unknown assignor was accepted")
+	}
+	for _, k := range apiVersionsKeys(nil) {
+		if k.ApiKey == 68 && k.MaxVersion != 1 {
+			t.Fatalf("ConsumerGroupHeartbeat advertised up to v%d", k.MaxVersion)
+		}
+	}
+}
+
+func TestConsumerGroupMaxSize(t *testing.T) {
+	h := newCGHarness(t, map[string]int{"t": 1})
+	h.m.cfg.consumerMaxSize = 1
+	mustOK(t, h.join("A", "t"))
+	if r := h.join("B", "t"); r.err != kerr.GroupMaxSizeReached {
+		t.Fatalf("second member of a group of at most one: %v", r.err)
 	}
 }
