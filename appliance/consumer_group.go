@@ -872,36 +872,3 @@ func (cg *consumerGroup) subscribedTopics() map[string]bool {
 	}
 	return out
 }
-
-// describeConsumerAsClassic answers DescribeGroups (a classic API) for a
-// consumer-protocol group: its state, protocol type "consumer", the
-// assignor as protocol name, and per member a consumer protocol
-// subscription (topic names) and assignment (its current partitions by
-// topic name) encoded as a classic consumer would have sent them.
-func (m *groupManager) describeConsumerAsClassic(g *group) groupSummary {
-	cg := g.cg
-	s := groupSummary{id: g.id, state: cg.stateName(), protocolType: "consumer", groupType: "consumer"}
-	if len(cg.members) > 0 {
-		s.protocolName = cg.assignor
-	}
-	for _, mem := range cg.sortedMembers() {
-		md := kmsg.NewConsumerMemberMetadata()
-		for t := range mem.topics {
-			md.Topics = append(md.Topics, t)
-		}
-		sort.Strings(md.Topics)
-		as := kmsg.NewConsumerMemberAssignment()
-		ids, parts := mem.assigned.byTopic()
-		for _, id := range ids {
-			t := kmsg.NewConsumerMemberAssignmentTopic()
-			if m.image != nil && m.image.TopicsByID[id] != nil {
-				t.Topic = m.image.TopicsByID[id].Name
-			}
-			t.Partitions = parts[id]
-			as.Topics = append(as.Topics, t)
-		}
-		s.members = append(s.members, memberSummary{id: mem.id, instanceID: mem.instanceID, clientID: mem.clientID,
-			clientHost: mem.clientHost, metadata: md.AppendTo(nil), assignment: as.AppendTo(nil)})
-	}
-	return s
-}

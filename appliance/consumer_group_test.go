@@ -470,15 +470,22 @@ func TestConsumerGroupListAndDescribe(t *testing.T) {
 	if !found {
 		t.Fatal("group not listed")
 	}
-	d := h.m.describe("g")
-	if d.protocolType != "consumer" || d.protocolName != "uniform" || len(d.members) != 1 {
-		t.Fatalf("describe: %+v", d)
+	if d := h.m.describe("g"); d.state != "Dead" || d.groupType != "consumer" || len(d.members) != 0 {
+		t.Fatalf("classic describe of a consumer group: %+v", d)
 	}
-	var as kmsg.ConsumerMemberAssignment
-	if err := as.ReadFrom(d.members[0].assignment); err != nil || len(as.Topics) != 1 || len(as.Topics[0].Partitions) != 3 {
-		t.Fatalf("describe assignment %+v: %v", as, err)
+	d := h.m.describeConsumer("g")
+	if d.err != nil || d.state != "Stable" || d.assignor != "uniform" || len(d.members) != 1 || len(d.members[0].assigned) != 3 ||
+		!d.members[0].assigned.equal(d.members[0].target) {
+		t.Fatalf("describe: %+v", d)
 	}
 	if s := h.m.describeConsumer("nope"); s.err != kerr.GroupIDNotFound {
 		t.Fatalf("describe of an unknown group: %v", s.err)
+	}
+	var jr joinResult
+	h.m.join(joinArgs{group: "classic", clientID: "c", protocolType: "consumer", sessionTimeout: 10 * time.Second,
+		rebalanceTimeout: 10 * time.Second, protocols: []groupProtocol{{name: "range"}}, requireKnownMemberID: false}, func(r joinResult) { jr = r })
+	_ = jr
+	if s := h.m.describeConsumer("classic"); s.err != kerr.GroupIDNotFound {
+		t.Fatalf("ConsumerGroupDescribe of a classic group: %v", s.err)
 	}
 }

@@ -259,7 +259,9 @@ func (m *groupManager) describe(groupID string) groupSummary {
 		return groupSummary{id: groupID, state: groupDead.String()}
 	}
 	if g.cg != nil {
-		return m.describeConsumerAsClassic(g)
+		// Not a classic group: Kafka answers GROUP_ID_NOT_FOUND and Dead
+		// (the describe_groups.go handler sets the error).
+		return groupSummary{id: g.id, state: groupDead.String(), groupType: "consumer"}
 	}
 	s := groupSummary{id: g.id, state: g.state.String(), protocolType: g.protocolType}
 	if g.state == groupStable || g.state == groupCompletingRebalance {
