@@ -33,9 +33,14 @@ package appliance
 // Either bumps the group epoch.
 //
 // Persistence: the group's existence and its group epoch are written to
-// __consumer_offsets as a ConsumerGroupMetadataKey (key version 3, the group
-// id) with a value of version 0 holding the epoch (int32) and an empty
-// tagged-field section, laid out as Kafka's record of that name. Members,
+// __consumer_offsets in Kafka's own schemas: ConsumerGroupMetadataKey
+// (record type 3 in the key's version field, then the group id as an int16
+// length-prefixed string) with ConsumerGroupMetadataValue v0 (flexible: the
+// group epoch as int32, then tagged fields; Kafka 4.1+'s optional
+// MetadataHash and CreationTimeMs tags are not written, and are skipped when
+// read). A tombstone of that key turns the group back into a classic one;
+// DeleteGroups and offset expiry write it before the classic
+// GroupMetadataKey tombstone, which forgets the group. Members,
 // subscriptions and assignments are NOT persisted (Kafka also writes record
 // types 4-8 for them): after a restart the group is loaded Empty with its
 // epoch and committed offsets, and a member heartbeating with its old member
@@ -212,15 +217,17 @@ func (cg *consumerGroup) stateName() string {
 	return "Stable"
 }
 
-// consumerGroupKey is Kafka's ConsumerGroupMetadataKey: version 3 and the group id.
+// consumerGroupKey is Kafka's ConsumerGroupMetadataKey: record type 3 (in
+// the key's version field) and the group id.
 func consumerGroupKey(group string) []byte {
 	b := binary.BigEndian.AppendUint16(nil, 3)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(group)))
 	return append(b, group...)
 }
 
-// consumerGroupRecord is the ConsumerGroupMetadataValue v0 of g: the group
-// epoch and an empty tagged-field section.
+// consumerGroupRecord is the record of group at group epoch epoch:
+// ConsumerGroupMetadataValue v0 is the epoch and an empty tagged-field
+// section.
 func consumerGroupRecord(group string, epoch int32) kmsg.Record {
 	v := binary.BigEndian.AppendUint16(nil, 0)
 	v = binary.BigEndian.AppendUint32(v, uint32(epoch))
@@ -231,7 +238,7 @@ func consumerGroupRecord(group string, epoch int32) kmsg.Record {
 var errBadConsumerGroupRecord = errors.New("malformed consumer group metadata record")
 
 // readConsumerGroupRecord decodes a ConsumerGroupMetadataKey and, when value
-// is not nil, the epoch of its value.
+// is not nil, the epoch of its value (tagged fields after it are ignored).
 func readConsumerGroupRecord(key, value []byte) (group string, epoch int32, err error) {
 	if len(key) < 4 {
 		return "", 0, errBadConsumerGroupRecord
@@ -289,7 +296,9 @@ func cgError(err *kerr.Error, msg string) cgHeartbeatResult {
 // consumerHeartbeat handles a ConsumerGroupHeartbeat; done runs once on the
 // shard, after the group epoch it reports (if it changed) is durable.
 func (m *groupManager) consumerHeartbeat(a cgHeartbeatArgs, done func(cgHeartbeatResult)) {
-	if a.image != nil {
+	if a.image != nil && (m.image == nil || a.image.Offset >= m.image.Offset) {
+		// Handlers read the image before posting here, so an older one
+		// may arrive after a newer one: never go back.
 		m.image = a.image
 	}
 	g := m.groups[a.group]
