@@ -10,11 +10,12 @@ package appliance
 // join, on a full heartbeat or when it changed, the member's assignment as
 // topic ids and partitions. The group state machine is consumer_group.go.
 //
-// Field checks, as Kafka makes them (INVALID_REQUEST): a group id; a member
-// id on v1 always, on v0 except when joining (the coordinator then names the
-// member); a member epoch >= -2; no empty instance or rack id; an instance
-// id to leave with -2; on a join a rebalance timeout, a subscription (topic
-// names or, v1, a regex) and no owned partitions. A regex that does not
+// Field checks, in Kafka's order (INVALID_REQUEST): a member id on v1
+// always, on v0 for epochs above 0 and -1 (a v0 join without one is named by
+// the coordinator); a group id; no blank instance or rack id; on a join a
+// rebalance timeout, an empty (not null) owned-partition list and a
+// subscription (topic names or, v1, a regex; empty ones are allowed); an
+// instance id to leave with -2; a member epoch >= -2. A regex that does not
 // compile (RE2 syntax; it must match the whole topic name) answers
 // INVALID_REGULAR_EXPRESSION, an assignor not in group.consumer.assignors
 // UNSUPPORTED_ASSIGNOR. With "consumer" absent from
@@ -24,6 +25,7 @@ package appliance
 import (
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -105,31 +107,26 @@ func consumerHeartbeatArgs(req *kmsg.ConsumerGroupHeartbeatRequest, version int1
 		a.regex = req.SubscribedTopicRegex
 	}
 	bad := func(msg string) (cgHeartbeatArgs, *kerr.Error, string) { return a, kerr.InvalidRequest, msg }
+	blank := func(s *string) bool { return s != nil && strings.TrimSpace(*s) == "" }
 	switch {
-	case req.Group == "":
-		return bad("GroupId can't be empty.")
-	case req.InstanceID != nil && *req.InstanceID == "":
-		return bad("InstanceId can't be empty.")
-	case req.RackID != nil && *req.RackID == "":
-		return bad("RackId can't be empty.")
-	case req.MemberEpoch < cgStaticLeaveEpoch:
-		return bad("MemberEpoch is invalid.")
-	case req.MemberID == "" && (version >= 1 || req.MemberEpoch != cgJoinEpoch):
+	case (version >= 1 || req.MemberEpoch > 0 || req.MemberEpoch == cgLeaveEpoch) && blank(&req.MemberID):
 		return bad("MemberId can't be empty.")
+	case blank(&req.Group):
+		return bad("GroupId can't be empty.")
+	case blank(req.InstanceID):
+		return bad("InstanceId can't be empty.")
+	case blank(req.RackID):
+		return bad("RackId can't be empty.")
+	case req.MemberEpoch == cgJoinEpoch && req.RebalanceTimeoutMillis == -1:
+		return bad("RebalanceTimeoutMs must be provided in first request.")
+	case req.MemberEpoch == cgJoinEpoch && (req.Topics == nil || len(req.Topics) > 0):
+		return bad("TopicPartitions must be empty when (re-)joining.")
+	case req.MemberEpoch == cgJoinEpoch && !a.namesSet && a.regex == nil:
+		return bad("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
 	case req.MemberEpoch == cgStaticLeaveEpoch && req.InstanceID == nil:
 		return bad("InstanceId can't be null.")
-	case req.RebalanceTimeoutMillis < -1 || req.RebalanceTimeoutMillis == 0:
-		return bad("RebalanceTimeoutMs is invalid.")
-	}
-	if req.MemberEpoch == cgJoinEpoch {
-		switch {
-		case req.RebalanceTimeoutMillis == -1:
-			return bad("RebalanceTimeoutMs must be provided in first request.")
-		case !a.namesSet && a.regex == nil:
-			return bad("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
-		case len(req.Topics) > 0:
-			return bad("TopicPartitions must be empty when (re-)joining.")
-		}
+	case req.MemberEpoch < cgStaticLeaveEpoch:
+		return bad("MemberEpoch is invalid.")
 	}
 	if a.regex != nil && *a.regex != "" {
 		re, err := regexp.Compile("^(?:" + *a.regex + ")$")

@@ -361,6 +361,7 @@ func consumerHeartbeatArgsOrFail(t *testing.T, member, regex string) cgHeartbeat
 	t.Helper()
 	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	req.Group, req.MemberID, req.RebalanceTimeoutMillis, req.SubscribedTopicRegex = "g", member, 30000, &regex
+	req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 	a, err, msg := consumerHeartbeatArgs(req, 1)
 	if err != nil {
 		t.Fatalf("%v: %s", err, msg)
@@ -388,11 +389,18 @@ func TestConsumerGroupHeartbeatFieldChecks(t *testing.T) {
 		{"join with owned partitions", 1, func(r *kmsg.ConsumerGroupHeartbeatRequest) {
 			r.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{{Partitions: []int32{0}}}
 		}, kerr.InvalidRequest},
+		{"join with null owned partitions", 1, func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.Topics = nil }, kerr.InvalidRequest},
+		{"blank rack id", 1, func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.RackID = str(" ") }, kerr.InvalidRequest},
+		{"heartbeat without subscription", 1, func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+			r.MemberEpoch, r.SubscribedTopicNames, r.RebalanceTimeoutMillis, r.Topics = 3, nil, -1, nil
+		}, nil},
+		{"empty subscription on join", 1, func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.SubscribedTopicNames = []string{} }, nil},
 		{"bad regex", 1, func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.SubscribedTopicRegex = str("a(") }, kerr.InvalidRegularExpression},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 			req.Group, req.MemberID, req.RebalanceTimeoutMillis, req.SubscribedTopicNames = "g", "m", 1000, []string{"t"}
+			req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 			tc.mod(req)
 			if _, err, msg := consumerHeartbeatArgs(req, tc.version); err != tc.want {
 				t.Fatalf("got %v (%s), want %v", err, msg, tc.want)
