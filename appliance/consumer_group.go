@@ -433,8 +433,9 @@ func (m *groupManager) cgJoin(g *group, a cgHeartbeatArgs) (*cgMember, bool, *ke
 			m.cgStopTimers(old)
 			delete(cg.members, oldID)
 			m.seq++
-			mem = &cgMember{seq: m.seq, id: id, instanceID: old.instanceID, epoch: old.prevEpoch, prevEpoch: old.prevEpoch,
-				state: old.state, assigned: old.assigned, revoking: old.revoking, names: old.names, regex: old.regex,
+			// The new incarnation takes the old one's assignment at member
+			// epoch 0; reconciling moves it to the assignment epoch.
+			mem = &cgMember{seq: m.seq, id: id, instanceID: old.instanceID, state: old.state, assigned: old.assigned, revoking: old.revoking, names: old.names, regex: old.regex,
 				re: old.re, assignor: old.assignor, topics: old.topics, rebalanceTimeout: old.rebalanceTimeout, sendAssignment: true}
 			cg.members[id] = mem
 			cg.static[mem.instanceID] = id
