@@ -422,7 +422,7 @@ func (m *groupManager) cgJoin(g *group, a cgHeartbeatArgs) (*cgMember, bool, *ke
 	}
 	mem := cg.members[id]
 	if a.instanceID != nil {
-		if oldID, ok := cg.static[*a.instanceID]; ok && oldID != id {
+		if oldID, ok := cg.static[*a.instanceID]; ok && oldID != id && cg.members[oldID] != nil {
 			old := cg.members[oldID]
 			if !old.left {
 				return nil, false, kerr.UnreleasedInstanceID, "instance id " + *a.instanceID + " is used by member " + oldID

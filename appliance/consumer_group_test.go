@@ -497,3 +497,24 @@ func TestConsumerGroupListAndDescribe(t *testing.T) {
 		t.Fatalf("ConsumerGroupDescribe of a classic group: %v", s.err)
 	}
 }
+
+// FuzzReadConsumerGroupRecord: any key and value decode or fail, never
+// panic, and what consumerGroupRecord writes reads back.
+func FuzzReadConsumerGroupRecord(f *testing.F) {
+	r := consumerGroupRecord("group-1", 42)
+	f.Add(r.Key, r.Value)
+	f.Add([]byte{0, 3, 0xff, 0xff}, []byte{0, 0})
+	f.Add([]byte{0, 3}, []byte(nil))
+	f.Fuzz(func(t *testing.T, key, value []byte) {
+		_, _, _ = readConsumerGroupRecord(key, value)
+		m := newGroupManager(&fakeGroupEnv{t: time.UnixMilli(0), ids: map[string]int{}, out: &strings.Builder{}}, defaultGroupConfig())
+		_ = m.loadRecord(append([]byte{0, 3}, key...), value)
+		if len(key) < 200 {
+			rec := consumerGroupRecord(string(key), int32(len(value)))
+			g, e, err := readConsumerGroupRecord(rec.Key, rec.Value)
+			if err != nil || g != string(key) || e != int32(len(value)) {
+				t.Fatalf("round trip of %q: %q %d %v", key, g, e, err)
+			}
+		}
+	})
+}
