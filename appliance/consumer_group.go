@@ -156,6 +156,9 @@ type cgMember struct {
 	assigned partSet         // the partitions the member may own now
 	revoking partSet         // the partitions it must give up before advancing
 	topics   map[string]bool // resolved subscription
+	// since is the member epoch at which each partition of assigned and
+	// revoking was given to the member (KIP-1251's assignment epoch).
+	since map[tpID]int32
 
 	sendAssignment bool // the assignment changed since the member was last told
 	left           bool // a static member that left with epoch -2
@@ -435,7 +438,7 @@ func (m *groupManager) cgJoin(g *group, a cgHeartbeatArgs) (*cgMember, bool, *ke
 			m.seq++
 			// The new incarnation takes the old one's assignment at member
 			// epoch 0; reconciling moves it to the assignment epoch.
-			mem = &cgMember{seq: m.seq, id: id, instanceID: old.instanceID, state: old.state, assigned: old.assigned, revoking: old.revoking, names: old.names, regex: old.regex,
+			mem = &cgMember{seq: m.seq, id: id, instanceID: old.instanceID, state: old.state, assigned: old.assigned, revoking: old.revoking, since: old.since, names: old.names, regex: old.regex,
 				re: old.re, assignor: old.assignor, topics: old.topics, rebalanceTimeout: old.rebalanceTimeout, sendAssignment: true}
 			cg.members[id] = mem
 			cg.static[mem.instanceID] = id
@@ -458,7 +461,7 @@ func (m *groupManager) cgJoin(g *group, a cgHeartbeatArgs) (*cgMember, bool, *ke
 		return nil, false, kerr.GroupMaxSizeReached, "the group is full"
 	}
 	m.seq++
-	mem = &cgMember{seq: m.seq, id: id, assigned: partSet{}, sendAssignment: true}
+	mem = &cgMember{seq: m.seq, id: id, assigned: partSet{}, since: map[tpID]int32{}, sendAssignment: true}
 	if a.instanceID != nil {
 		mem.instanceID = *a.instanceID
 		cg.static[mem.instanceID] = id
@@ -642,6 +645,9 @@ func (m *groupManager) cgReconcile(g *group, mem *cgMember, owned partSet) {
 				return
 			}
 		}
+		for tp := range mem.revoking {
+			delete(mem.since, tp)
+		}
 		mem.revoking = nil
 		mem.state = cgStable
 		if mem.rebalanceTimer != nil {
@@ -703,6 +709,7 @@ func (m *groupManager) cgAddReleased(cg *consumerGroup, mem *cgMember, target pa
 			continue
 		}
 		mem.assigned[tp] = true
+		mem.since[tp] = mem.epoch
 		mem.sendAssignment = true
 	}
 	if missing {
@@ -805,26 +812,55 @@ func (m *groupManager) consumerLeave(g *group, a cgHeartbeatArgs, done func(cgHe
 	})
 }
 
-// cgCheckMember validates a commit or fetch by a consumer group member:
+// cgCheckMember validates an OffsetFetch v9 by a consumer group member:
 // member epoch -1 with an empty member id (an admin or standalone client)
-// only while the group has no members; otherwise a known member at its
-// current member epoch (STALE_MEMBER_EPOCH when older or newer).
+// only while the group has no members; otherwise a known member
+// (UNKNOWN_MEMBER_ID) at its current member epoch (STALE_MEMBER_EPOCH).
 func (g *group) cgCheckMember(memberID string, epoch int32) *kerr.Error {
+	err, _ := g.cgCheckCommit(memberID, epoch, nil)
+	if err == nil && memberID != "" && g.cg.members[memberID].epoch != epoch {
+		return kerr.StaleMemberEpoch
+	}
+	return err
+}
+
+// cgCheckCommit validates an OffsetCommit or TxnOffsetCommit by a consumer
+// group member; the generation is the member epoch. Member epoch -1 with an
+// empty member id (an admin or standalone client, or a producer outside the
+// group) is allowed only while the group has no members (UNKNOWN_MEMBER_ID
+// otherwise); an unknown member answers UNKNOWN_MEMBER_ID and an epoch above
+// the member's STALE_MEMBER_EPOCH. An older epoch is checked per partition
+// (KIP-1251): the partition must still be the member's (assigned or being
+// revoked) and have been given to it at that epoch or before, else
+// STALE_MEMBER_EPOCH; perPartition is nil when every partition passes. im
+// maps topic names to ids.
+func (g *group) cgCheckCommit(memberID string, epoch int32, im *Image) (err *kerr.Error, perPartition func(topic string, partition int32) *kerr.Error) {
 	cg := g.cg
 	if epoch < 0 && memberID == "" {
 		if len(cg.members) == 0 {
-			return nil
+			return nil, nil
 		}
-		return kerr.UnknownMemberID
+		return kerr.UnknownMemberID, nil
 	}
 	mem := cg.members[memberID]
 	switch {
 	case mem == nil:
-		return kerr.UnknownMemberID
-	case epoch != mem.epoch:
+		return kerr.UnknownMemberID, nil
+	case epoch > mem.epoch:
+		return kerr.StaleMemberEpoch, nil
+	case epoch == mem.epoch:
+		return nil, nil
+	}
+	return nil, func(topic string, partition int32) *kerr.Error {
+		if im == nil || im.Topics[topic] == nil {
+			return kerr.StaleMemberEpoch
+		}
+		tp := tpID{im.Topics[topic].ID, partition}
+		if since, ok := mem.since[tp]; ok && since <= epoch && (mem.assigned[tp] || mem.revoking[tp]) {
+			return nil
+		}
 		return kerr.StaleMemberEpoch
 	}
-	return nil
 }
 
 // cgSummary is a consumer group as ConsumerGroupDescribe shows it.

@@ -153,6 +153,31 @@ func TestConsumerGroupJoinRevokeThenAssign(t *testing.T) {
 	if s := h.m.describeConsumer("g"); s.state != "Stable" || s.epoch != 2 || len(s.members) != 2 {
 		t.Fatalf("describe: %+v", s)
 	}
+	// KIP-1251: A, now at epoch 2, may still commit with epoch 1 the
+	// partitions it has held since epoch 1, not the ones it gave to B.
+	commit := func(member string, epoch int32, tp tpID) *kerr.Error {
+		var out []*kerr.Error
+		h.m.commitOffsets(offsetCommitArgs{group: "g", memberID: member, generation: epoch,
+			items: []offsetCommitItem{{topic: h.im.TopicsByID[tp.topic].Name, partition: tp.partition, offset: 1, leaderEpoch: -1, expireTime: -1}}},
+			func(e []*kerr.Error) { out = e })
+		return out[0]
+	}
+	for tp := range kept {
+		if err := commit("A", 1, tp); err != nil {
+			t.Fatalf("A's commit with its previous epoch of a partition it kept: %v", err)
+		}
+	}
+	for tp := range b.assignment {
+		if err := commit("A", 1, tp); err != kerr.StaleMemberEpoch {
+			t.Fatalf("A's commit with its previous epoch of a partition now B's: %v", err)
+		}
+		if err := commit("B", 1, tp); err != kerr.StaleMemberEpoch {
+			t.Fatalf("B's commit with an epoch before it got the partition: %v", err)
+		}
+		if err := commit("B", 3, tp); err != kerr.StaleMemberEpoch {
+			t.Fatalf("B's commit with a future epoch: %v", err)
+		}
+	}
 	// B leaves: A gets everything at epoch 3.
 	l := h.hb(cgHeartbeatArgs{memberID: "B", epoch: cgLeaveEpoch})
 	mustOK(t, l)

@@ -117,16 +117,21 @@ func (m *groupManager) commitOffsets(a offsetCommitArgs, done func([]*kerr.Error
 		}
 		g = m.newGroup(a.group)
 	}
+	// perItem checks each partition of a consumer group member's commit
+	// made with an older member epoch (consumer_group.go cgCheckCommit).
+	var perItem func(topic string, partition int32) *kerr.Error
 	switch {
 	case g.state == groupDead:
 		all(kerr.CoordinatorNotAvailable)
 		return
 	case g.cg != nil:
 		// A consumer-protocol group: the generation is the member epoch.
-		if err := g.cgCheckMember(a.memberID, a.generation); err != nil {
+		err, check := g.cgCheckCommit(a.memberID, a.generation, m.image)
+		if err != nil {
 			all(err)
 			return
 		}
+		perItem = check
 	case g.fenced(a.instanceID, a.memberID):
 		all(kerr.FencedInstanceID)
 		return
@@ -153,6 +158,11 @@ func (m *groupManager) commitOffsets(a offsetCommitArgs, done func([]*kerr.Error
 	var ok []int
 	var vals []groupOffset
 	for i, it := range a.items {
+		if perItem != nil {
+			if out[i] = perItem(it.topic, it.partition); out[i] != nil {
+				continue
+			}
+		}
 		if len(it.metadata) > m.cfg.maxMetadataBytes {
 			out[i] = kerr.OffsetMetadataTooLarge
 			continue

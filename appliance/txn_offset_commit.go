@@ -9,7 +9,7 @@ package appliance
 // abort. v3+ carries the member id, generation and instance id, checked as
 // OffsetCommit checks them (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
 // FENCED_INSTANCE_ID; for a KIP-848 consumer-protocol group the generation
-// is the member epoch and a stale one answers STALE_MEMBER_EPOCH); an old producer epoch answers INVALID_PRODUCER_EPOCH;
+// is the member epoch, checked as OffsetCommit checks it: STALE_MEMBER_EPOCH); an old producer epoch answers INVALID_PRODUCER_EPOCH;
 // unknown partitions UNKNOWN_TOPIC_OR_PARTITION.
 
 import (
