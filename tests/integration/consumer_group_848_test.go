@@ -182,3 +182,34 @@ func TestConsumerGroup848(t *testing.T) {
 		t.Fatalf("group epoch %d after the restart and rejoin, want above %d", g.Epoch, epochBefore)
 	}
 }
+
+// TestConsumerGroup848Disabled: with group.coordinator.rebalance.protocols
+// =classic the broker does not advertise ConsumerGroupHeartbeat (68) and
+// ConsumerGroupDescribe (69), and a franz-go consumer asking for the
+// server-side balancer falls back to a classic group that consumes.
+func TestConsumerGroup848Disabled(t *testing.T) {
+	b := startBroker(t, t.TempDir(), "group.coordinator.rebalance.protocols=classic", "group.initial.rebalance.delay.ms=0")
+	ctx := t.Context()
+	createTopic(t, ctx, b, "cl", 1)
+	prod := newClient(t, b, kgo.DefaultProduceTopic("cl"))
+	if err := prod.ProduceSync(ctx, kgo.StringRecord("v")).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, prod)
+	if err != nil {
+		t.Fatalf("ApiVersions: %v", err)
+	}
+	for _, k := range resp.ApiKeys {
+		if k.ApiKey == 68 || k.ApiKey == 69 {
+			t.Fatalf("API key %d advertised with the consumer protocol disabled", k.ApiKey)
+		}
+	}
+	cl := newClient(t, b, kgo.ConsumerGroup("g-classic"), kgo.ConsumeTopics("cl"), kgo.ServerSideBalancer(),
+		kgo.Balancers(kgo.StickyBalancer()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	consumeN(t, ctx, cl, 1, 30*time.Second)
+	lreq := kmsg.NewPtrListGroupsRequest()
+	lresp, err := lreq.RequestWith(ctx, prod)
+	if err != nil || len(lresp.Groups) != 1 || lresp.Groups[0].GroupType != "classic" {
+		t.Fatalf("ListGroups: %v %+v, want the one classic group", err, lresp)
+	}
+}
