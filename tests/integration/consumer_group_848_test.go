@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -127,6 +128,34 @@ func TestConsumerGroup848(t *testing.T) {
 		c := counts()
 		return len(c) == 1 && c[0] == parts
 	})
+
+	// ringctl describes the group through ConsumerGroupDescribe and refuses
+	// to reset its offsets while it has a member.
+	var desc []struct {
+		State    string `json:"state"`
+		Protocol string `json:"protocol"`
+		Members  []struct {
+			MemberID string `json:"member_id"`
+		} `json:"members"`
+		Offsets []struct {
+			Partition int32  `json:"partition"`
+			Committed int64  `json:"committed_offset"`
+			End       int64  `json:"log_end_offset"`
+			MemberID  string `json:"member_id"`
+		} `json:"offsets"`
+	}
+	ringctlJSON(t, b, &desc, "group", "describe", group)
+	if len(desc) != 1 || desc[0].State != "Stable" || desc[0].Protocol != "uniform" || len(desc[0].Members) != 1 || len(desc[0].Offsets) != parts {
+		t.Fatalf("ringctl group describe = %+v, want Stable, uniform, one member, %d partitions", desc, parts)
+	}
+	for _, o := range desc[0].Offsets {
+		if o.Committed != perPart || o.End != perPart || o.MemberID != desc[0].Members[0].MemberID {
+			t.Fatalf("ringctl group describe offsets %+v", desc[0].Offsets)
+		}
+	}
+	if r := ringctl(t, b, 1, "", "group", "reset-offsets", group, "--topic", topic, "--to-earliest"); !strings.Contains(r.stderr, "stop its consumers first") {
+		t.Fatalf("ringctl reset-offsets of a live consumer group: %q", r.stderr)
+	}
 
 	adm := newAdmin(t, b)
 	checkOffsets := func(when string) {

@@ -105,6 +105,17 @@ func groupDescribe(e *env, args []string) error {
 			continue
 		}
 		if err := l.Error(); err != nil {
+			if errors.Is(err, kerr.GroupIDNotFound) {
+				// Possibly a KIP-848 consumer group (group_848.go).
+				d, ok, cerr := describeConsumerGroup(ctx, e, name)
+				if cerr != nil {
+					return e.reqErr("describe group "+name, cerr)
+				}
+				if ok {
+					descs = append(descs, d)
+					continue
+				}
+			}
 			fails = append(fails, kafkaErr(err, "", "describe group "+name, subject{"group", name}))
 			continue
 		}
