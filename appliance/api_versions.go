@@ -17,9 +17,16 @@ func init() {
 	register(apiDef{key: 18, min: 0, max: 4, handle: handleAPIVersions, unsupported: apiVersionsUnsupported})
 }
 
-func apiVersionsKeys() []kmsg.ApiVersionsResponseApiKey {
+// apiVersionsKeys lists our APIs; ConsumerGroupHeartbeat and
+// ConsumerGroupDescribe only while group.coordinator.rebalance.protocols
+// names "consumer".
+func apiVersionsKeys(b *Broker) []kmsg.ApiVersionsResponseApiKey {
 	var out []kmsg.ApiVersionsResponseApiKey
+	consumer := b == nil || consumerProtocolEnabled(b.cfg.Props)
 	for _, d := range sortedAPIs() {
+		if (d.key == 68 || d.key == 69) && !consumer {
+			continue
+		}
 		k := kmsg.NewApiVersionsResponseApiKey()
 		k.ApiKey, k.MinVersion, k.MaxVersion = d.key, d.advertiseMin, d.max
 		out = append(out, k)
@@ -32,10 +39,10 @@ func handleAPIVersions(b *Broker, r *request) any {
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 	if r.version >= 3 && (!validClientSoftware(req.ClientSoftwareName) || !validClientSoftware(req.ClientSoftwareVersion)) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
-		resp.ApiKeys = apiVersionsKeys()
+		resp.ApiKeys = apiVersionsKeys(b)
 		return resp
 	}
-	resp.ApiKeys = apiVersionsKeys()
+	resp.ApiKeys = apiVersionsKeys(b)
 	return resp
 }
 
@@ -59,7 +66,11 @@ func validClientSoftware(s string) bool {
 func apiVersionsUnsupported(r *request) any {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
-	resp.ApiKeys = apiVersionsKeys()
+	var b *Broker
+	if r.c != nil {
+		b = r.c.b
+	}
+	resp.ApiKeys = apiVersionsKeys(b)
 	// The writer sets the response version to the request's; force v0 format.
 	return &fixedVersion{resp: resp, version: 0}
 }

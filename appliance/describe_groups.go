@@ -5,7 +5,11 @@ package appliance
 // A group's state, protocol type and name, and members (client id and
 // host; metadata and assignment while Stable). A group this broker does not
 // know is described as Dead with no error, as Kafka does before v6. v4+
-// carries group.instance.id; authorized operations are not computed (no
+// carries group.instance.id. A KIP-848 consumer-protocol group is not a
+// classic group: as Kafka 4 does, it is answered GROUP_ID_NOT_FOUND with
+// state Dead and no members (clients describe it with ConsumerGroupDescribe,
+// consumer_group_describe.go, and fall back to DescribeGroups on
+// GROUP_ID_NOT_FOUND from there); authorized operations are not computed (no
 // ACLs), so they stay at Kafka's "not requested" value.
 
 import (
@@ -47,6 +51,9 @@ func handleDescribeGroups(b *Broker, r *request) any {
 			dg.State, dg.ProtocolType, dg.Protocol = s.state, s.protocolType, s.protocolName
 			if id == "" {
 				dg.ErrorCode = kerr.InvalidGroupID.Code
+			}
+			if s.groupType == "consumer" {
+				dg.ErrorCode = kerr.GroupIDNotFound.Code
 			}
 			for _, m := range s.members {
 				dm := kmsg.NewDescribeGroupsResponseGroupMember()

@@ -1,11 +1,13 @@
 // Package appliance wires a ringbroker node: configuration, the metadata
 // image and its log, the controller, partitions on their owner shards, the
 // Kafka wire protocol (one handler file per API key, each opening with a
-// comment on its behaviour and versions), the group and transaction
-// coordinators, share groups (KIP-932: share_group.go on the coordinator,
-// share_store.go and share_partition.go on the topic partitions' shards),
-// the listeners (listeners.go) with SASL authentication (sasl.go), and the
-// ACL authorizer (authorizer.go) over the bindings in the image (acl.go). It satisfies the small interfaces that cluster
+// comment on its behaviour and versions), the group coordinator (classic
+// groups, group_state.go; KIP-848 consumer groups, consumer_group.go), share
+// groups (KIP-932: share_group.go on the coordinator, share_store.go and
+// share_partition.go on the topic partitions' shards), the transaction
+// coordinator, the listeners (listeners.go) with SASL authentication
+// (sasl.go), and the ACL authorizer (authorizer.go) over the bindings in
+// the image (acl.go). It satisfies the small interfaces that cluster
 // and tiering declare.
 //
 // It may import cluster, tiering, nvme, ioring and numa; nothing imports it

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf16"
@@ -76,16 +77,73 @@ func groupConfigFromProps(props map[string]string) (groupConfig, error) {
 	c.offsetsRetention = time.Duration(num("offsets.retention.minutes", int64(c.offsetsRetention/time.Minute))) * time.Minute
 	c.retentionCheck = ms("offsets.retention.check.interval.ms", c.retentionCheck)
 	c.maxMetadataBytes = int(num("offset.metadata.max.bytes", int64(c.maxMetadataBytes)))
+	c.consumerHeartbeatInterval = ms("group.consumer.heartbeat.interval.ms", c.consumerHeartbeatInterval)
+	c.consumerSessionTimeout = ms("group.consumer.session.timeout.ms", c.consumerSessionTimeout)
+	c.consumerMaxSize = int(num("group.consumer.max.size", int64(c.consumerMaxSize)))
+	if v, ok := props["group.consumer.assignors"]; ok {
+		c.consumerAssignors = nil
+		for _, a := range strings.Split(v, ",") {
+			switch a = strings.TrimSpace(a); a {
+			case "":
+			case "uniform", "range",
+				"org.apache.kafka.coordinator.group.assignor.UniformAssignor",
+				"org.apache.kafka.coordinator.group.assignor.RangeAssignor":
+				c.consumerAssignors = append(c.consumerAssignors, shortAssignorName(a))
+			default:
+				if err == nil {
+					err = fmt.Errorf("group.consumer.assignors: unknown assignor %q (known: uniform, range)", a)
+				}
+			}
+		}
+	}
+	c.consumerProtocol = consumerProtocolEnabled(props)
 	if err != nil {
 		return c, err
 	}
 	if c.numPartitions < 1 {
 		return c, fmt.Errorf("offsets.topic.num.partitions must be >= 1, got %d", c.numPartitions)
 	}
+	if len(c.consumerAssignors) == 0 {
+		return c, fmt.Errorf("group.consumer.assignors must name at least one assignor")
+	}
+	if c.consumerHeartbeatInterval <= 0 || c.consumerSessionTimeout <= 0 {
+		return c, fmt.Errorf("group.consumer.heartbeat.interval.ms and group.consumer.session.timeout.ms must be > 0, got %v and %v",
+			c.consumerHeartbeatInterval, c.consumerSessionTimeout)
+	}
+	if c.consumerMaxSize < 1 {
+		return c, fmt.Errorf("group.consumer.max.size must be >= 1, got %d", c.consumerMaxSize)
+	}
 	if c.retentionCheck <= 0 {
 		c.retentionCheck = 10 * time.Minute
 	}
 	return c, nil
+}
+
+// shortAssignorName maps Kafka's assignor class names to the names clients send.
+func shortAssignorName(a string) string {
+	switch a {
+	case "org.apache.kafka.coordinator.group.assignor.UniformAssignor":
+		return "uniform"
+	case "org.apache.kafka.coordinator.group.assignor.RangeAssignor":
+		return "range"
+	}
+	return a
+}
+
+// consumerProtocolEnabled reports whether group.coordinator.rebalance.protocols
+// (default "classic,consumer") names the KIP-848 consumer protocol; without
+// it ConsumerGroupHeartbeat and ConsumerGroupDescribe are not advertised.
+func consumerProtocolEnabled(props map[string]string) bool {
+	v, ok := props["group.coordinator.rebalance.protocols"]
+	if !ok {
+		return true
+	}
+	for _, p := range strings.Split(v, ",") {
+		if strings.EqualFold(strings.TrimSpace(p), "consumer") {
+			return true
+		}
+	}
+	return false
 }
 
 // groupCoordinator routes group requests to the owner shard of their

@@ -109,6 +109,10 @@ func (m *groupManager) commitOffsets(a offsetCommitArgs, done func([]*kerr.Error
 		all(kerr.InvalidGroupID)
 		return
 	}
+	if m.isShareGroup(a.group) { // share groups keep share-partition state, not offsets
+		all(kerr.GroupIDNotFound)
+		return
+	}
 	g := m.groups[a.group]
 	if g == nil {
 		if a.generation >= 0 {
@@ -117,10 +121,21 @@ func (m *groupManager) commitOffsets(a offsetCommitArgs, done func([]*kerr.Error
 		}
 		g = m.newGroup(a.group)
 	}
+	// perItem checks each partition of a consumer group member's commit
+	// made with an older member epoch (consumer_group.go cgCheckCommit).
+	var perItem func(topic string, partition int32) *kerr.Error
 	switch {
 	case g.state == groupDead:
 		all(kerr.CoordinatorNotAvailable)
 		return
+	case g.cg != nil:
+		// A consumer-protocol group: the generation is the member epoch.
+		err, check := g.cgCheckCommit(a.memberID, a.generation, m.image)
+		if err != nil {
+			all(err)
+			return
+		}
+		perItem = check
 	case g.fenced(a.instanceID, a.memberID):
 		all(kerr.FencedInstanceID)
 		return
@@ -147,6 +162,11 @@ func (m *groupManager) commitOffsets(a offsetCommitArgs, done func([]*kerr.Error
 	var ok []int
 	var vals []groupOffset
 	for i, it := range a.items {
+		if perItem != nil {
+			if out[i] = perItem(it.topic, it.partition); out[i] != nil {
+				continue
+			}
+		}
 		if len(it.metadata) > m.cfg.maxMetadataBytes {
 			out[i] = kerr.OffsetMetadataTooLarge
 			continue
@@ -225,9 +245,20 @@ func (m *groupManager) fetchOffsets(groupID string, topics map[string][]int32, o
 	return out
 }
 
+// checkFetchMember validates the member of an OffsetFetch v9 against a
+// consumer-protocol group; other groups are not checked.
+func (m *groupManager) checkFetchMember(groupID, memberID string, epoch int32) *kerr.Error {
+	g := m.groups[groupID]
+	if g == nil || g.cg == nil || (memberID == "" && epoch < 0) {
+		return nil
+	}
+	return g.cgCheckMember(memberID, epoch)
+}
+
 // groupSummary is one group as ListGroups and DescribeGroups show it.
 type groupSummary struct {
 	id, state, protocolType, protocolName string
+	groupType                             string // ListGroups v5: "classic" or "consumer"
 	members                               []memberSummary
 }
 
@@ -240,6 +271,11 @@ func (m *groupManager) describe(groupID string) groupSummary {
 	g := m.groups[groupID]
 	if g == nil {
 		return groupSummary{id: groupID, state: groupDead.String()}
+	}
+	if g.cg != nil {
+		// Not a classic group: Kafka answers GROUP_ID_NOT_FOUND and Dead
+		// (the describe_groups.go handler sets the error).
+		return groupSummary{id: g.id, state: groupDead.String(), groupType: "consumer"}
 	}
 	s := groupSummary{id: g.id, state: g.state.String(), protocolType: g.protocolType}
 	if g.state == groupStable || g.state == groupCompletingRebalance {
@@ -262,7 +298,11 @@ func (m *groupManager) list() []groupSummary {
 		if g.state == groupDead {
 			continue
 		}
-		out = append(out, groupSummary{id: g.id, state: g.state.String(), protocolType: g.protocolType})
+		if g.cg != nil {
+			out = append(out, groupSummary{id: g.id, state: g.cg.stateName(), protocolType: "consumer", groupType: "consumer"})
+			continue
+		}
+		out = append(out, groupSummary{id: g.id, state: g.state.String(), protocolType: g.protocolType, groupType: "classic"})
 	}
 	return out
 }
@@ -282,7 +322,7 @@ func (m *groupManager) deleteGroup(groupID string, done func(*kerr.Error)) {
 		return
 	}
 	recs := m.tombstones(g, nil)
-	recs = append(recs, kmsg.Record{Key: groupMetadataKey(g.id)})
+	recs = append(recs, groupTombstones(g)...)
 	m.transition(g, groupDead)
 	m.env.persist(recs, func(err error) {
 		if err != nil {
@@ -295,6 +335,16 @@ func (m *groupManager) deleteGroup(groupID string, done func(*kerr.Error)) {
 		}
 		done(nil)
 	})
+}
+
+// groupTombstones deletes g's group records: the classic GroupMetadataKey
+// and, for a consumer-protocol group, its ConsumerGroupMetadataKey. The
+// classic tombstone comes last, so a replay forgets the whole group.
+func groupTombstones(g *group) []kmsg.Record {
+	if g.cg != nil {
+		return []kmsg.Record{{Key: consumerGroupKey(g.id)}, {Key: groupMetadataKey(g.id)}}
+	}
+	return []kmsg.Record{{Key: groupMetadataKey(g.id)}}
 }
 
 // tombstones deletes the offsets of g for which keep returns false (all when keep is nil).
@@ -321,6 +371,9 @@ func (m *groupManager) tombstones(g *group, del func(groupTP) bool) []kmsg.Recor
 // subscribedTopics is the union of the consumer-protocol subscriptions of
 // g's members; ok is false when g does not use the consumer protocol.
 func (g *group) subscribedTopics() (map[string]bool, bool) {
+	if g.cg != nil {
+		return g.cg.subscribedTopics(), true
+	}
 	if g.protocolType != "consumer" || g.protocolName == "" {
 		return nil, false
 	}
@@ -419,7 +472,7 @@ func (m *groupManager) expireOffsets() {
 		recs := m.tombstones(g, expired)
 		removeGroup := len(recs) == len(g.offsets)
 		if removeGroup {
-			recs = append(recs, kmsg.Record{Key: groupMetadataKey(g.id)})
+			recs = append(recs, groupTombstones(g)...)
 		}
 		if len(recs) == 0 {
 			continue
@@ -462,7 +515,7 @@ func (m *groupManager) dropTopicOffsets(topic string) {
 			}
 		}
 		if g.state == groupEmpty && len(g.offsets) == 0 && len(g.pending) == 0 {
-			recs = append(recs, kmsg.Record{Key: groupMetadataKey(g.id)})
+			recs = append(recs, groupTombstones(g)...)
 			m.transition(g, groupDead)
 			delete(m.groups, id)
 		}
@@ -526,6 +579,7 @@ func (m *groupManager) loadRecord(key, value []byte) error {
 		if g == nil {
 			g = m.newGroup(k.Group)
 		}
+		g.cg = nil
 		g.protocolType = v.ProtocolType
 		g.generation = v.Generation
 		g.protocolName, g.leader = "", ""
@@ -561,6 +615,31 @@ func (m *groupManager) loadRecord(key, value []byte) error {
 		} else {
 			g.state = groupEmpty
 		}
+	case 3:
+		// ConsumerGroupMetadataKey (consumer_group.go): a KIP-848 group and
+		// its group epoch; a tombstone turns the group back into a classic
+		// one (DeleteGroups also writes the classic tombstone after it).
+		id, epoch, err := readConsumerGroupRecord(key, value)
+		if err != nil {
+			return fmt.Errorf("cannot read consumer group metadata record: %w", err)
+		}
+		g := m.groups[id]
+		if value == nil {
+			if g != nil && g.cg != nil {
+				g.cg = nil
+				g.protocolType = ""
+			}
+			return nil
+		}
+		if g == nil {
+			g = m.newGroup(id)
+		}
+		clear(g.members)
+		clear(g.static)
+		g.protocolName, g.leader = "", ""
+		g.protocolType = "consumer"
+		g.state = groupEmpty
+		g.cg = newConsumerGroup(epoch)
 	default:
 		// A record type we do not know (a newer Kafka's): skip it.
 	}

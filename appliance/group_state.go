@@ -63,6 +63,13 @@ type groupConfig struct {
 	offsetsRetention      time.Duration // offsets.retention.minutes
 	retentionCheck        time.Duration // offsets.retention.check.interval.ms
 	maxMetadataBytes      int           // offset.metadata.max.bytes
+
+	// KIP-848 consumer groups (consumer_group.go).
+	consumerHeartbeatInterval time.Duration // group.consumer.heartbeat.interval.ms
+	consumerSessionTimeout    time.Duration // group.consumer.session.timeout.ms
+	consumerAssignors         []string      // group.consumer.assignors, the first is the default
+	consumerMaxSize           int           // group.consumer.max.size
+	consumerProtocol          bool          // "consumer" in group.coordinator.rebalance.protocols
 }
 
 func defaultGroupConfig() groupConfig {
@@ -75,6 +82,12 @@ func defaultGroupConfig() groupConfig {
 		offsetsRetention:      7 * 24 * time.Hour,
 		retentionCheck:        10 * time.Minute,
 		maxMetadataBytes:      4096,
+
+		consumerHeartbeatInterval: 5 * time.Second,
+		consumerSessionTimeout:    45 * time.Second,
+		consumerAssignors:         []string{"uniform", "range"},
+		consumerMaxSize:           1<<31 - 1,
+		consumerProtocol:          true,
 	}
 }
 
@@ -184,6 +197,10 @@ type group struct {
 	syncTimer      groupTimer
 
 	offsets map[groupTP]groupOffset
+
+	// cg is set when the group uses the KIP-848 consumer protocol
+	// (consumer_group.go); the classic fields above are then unused.
+	cg *consumerGroup
 }
 
 func (g *group) sortedMembers() []*groupMember {
@@ -314,6 +331,18 @@ type groupManager struct {
 	// txnOffsets are transactional commits awaiting their marker, by
 	// producer id (group_txn.go).
 	txnOffsets map[int64][]txnPendingOffset
+	// image is the latest metadata image a ConsumerGroupHeartbeat brought;
+	// consumer group subscriptions are resolved against it.
+	image *Image
+	// share is the same partition's share groups (share_group.go), nil in
+	// tests without them: one group id namespace, so a classic or consumer
+	// request for a share group's id is refused.
+	share *shareManager
+}
+
+// isShareGroup reports whether id names a share group of this partition.
+func (m *groupManager) isShareGroup(id string) bool {
+	return m.share != nil && m.share.groups[id] != nil
 }
 
 func newGroupManager(env groupEnv, cfg groupConfig) *groupManager {
@@ -362,6 +391,15 @@ func joinError(err *kerr.Error, memberID string) joinResult {
 	return joinResult{err: err, memberID: memberID, generation: -1}
 }
 
+// toClassicGroup turns an Empty consumer-protocol group back into a classic
+// one; the tombstone of its consumer group record makes the change durable.
+func (m *groupManager) toClassicGroup(g *group) {
+	g.cg = nil
+	g.protocolType = ""
+	m.transition(g, groupEmpty)
+	m.env.persist([]kmsg.Record{{Key: consumerGroupKey(g.id)}}, func(error) {})
+}
+
 // join handles a JoinGroup; done runs once, now or when the rebalance completes.
 func (m *groupManager) join(a joinArgs, done func(joinResult)) {
 	switch {
@@ -375,7 +413,20 @@ func (m *groupManager) join(a joinArgs, done func(joinResult)) {
 		done(joinError(kerr.InconsistentGroupProtocol, a.memberID))
 		return
 	}
+	if m.isShareGroup(a.group) {
+		done(joinError(kerr.InconsistentGroupProtocol, a.memberID))
+		return
+	}
 	g := m.groups[a.group]
+	if g != nil && g.cg != nil {
+		// A consumer-protocol group: a classic member may only take it
+		// over while it has no members (KIP-848).
+		if len(g.cg.members) > 0 {
+			done(joinError(kerr.InconsistentGroupProtocol, a.memberID))
+			return
+		}
+		m.toClassicGroup(g)
+	}
 	if a.memberID == "" {
 		if g == nil {
 			g = m.newGroup(a.group)

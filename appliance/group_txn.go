@@ -52,16 +52,31 @@ func (m *groupManager) txnCommitOffsets(a txnOffsetArgs, done func([]*kerr.Error
 		all(kerr.InvalidGroupID)
 		return
 	}
+	if m.isShareGroup(a.group) {
+		all(kerr.GroupIDNotFound)
+		return
+	}
 	g := m.groups[a.group]
 	if g == nil {
 		g = m.newGroup(a.group)
 	}
+	// perItem checks each partition of a consumer group member's commit
+	// made with an older member epoch (consumer_group.go cgCheckCommit).
+	var perItem func(topic string, partition int32) *kerr.Error
 	switch {
 	case g.state == groupDead:
 		all(kerr.CoordinatorNotAvailable)
 		return
 	case a.memberID == "" && a.generation < 0:
 		// v0-v2, or a producer outside the group: no member check.
+	case g.cg != nil:
+		// A consumer-protocol group: the generation is the member epoch.
+		err, check := g.cgCheckCommit(a.memberID, a.generation, m.image)
+		if err != nil {
+			all(err)
+			return
+		}
+		perItem = check
 	case g.fenced(a.instanceID, a.memberID):
 		all(kerr.FencedInstanceID)
 		return
@@ -77,6 +92,11 @@ func (m *groupManager) txnCommitOffsets(a txnOffsetArgs, done func([]*kerr.Error
 	var recs []kmsg.Record
 	var pend []txnPendingOffset
 	for i, it := range a.items {
+		if perItem != nil {
+			if out[i] = perItem(it.topic, it.partition); out[i] != nil {
+				continue
+			}
+		}
 		if len(it.metadata) > m.cfg.maxMetadataBytes {
 			out[i] = kerr.OffsetMetadataTooLarge
 			continue

@@ -5,8 +5,9 @@ package appliance
 // Every group this broker coordinates (all of them: it leads every
 // __consumer_offsets partition), with its protocol type; v4+ adds the state
 // and filters by state (KIP-518, case-insensitive), v5+ adds the group type
-// ("classic", or "share" for share groups, KIP-932: protocol type
-// "share") and filters by type (KIP-848).
+// ("classic", "consumer" for KIP-848 groups, whose states are Empty,
+// Assigning, Reconciling and Stable, or "share" for KIP-932 share groups,
+// protocol type "share") and filters by type (KIP-848).
 
 import (
 	"sort"
@@ -51,25 +52,17 @@ func handleListGroups(b *Broker, r *request) any {
 	}
 	return deferred(func() any {
 		var all []groupSummary
-		isShare := map[string]bool{}
 		for i, ch := range chans {
 			select {
 			case gs := <-ch:
 				all = append(all, gs...)
 				for _, sg := range <-shareChans[i] {
-					all = append(all, groupSummary{id: sg.id, state: sg.state, protocolType: "share"})
-					isShare[sg.id] = true
+					all = append(all, groupSummary{id: sg.id, state: sg.state, protocolType: "share", groupType: "share"})
 				}
 			case <-b.closing:
 				resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 				return resp
 			}
-		}
-		groupType := func(g groupSummary) string {
-			if isShare[g.id] {
-				return "share"
-			}
-			return "classic"
 		}
 		sort.Slice(all, func(i, j int) bool { return all[i].id < all[j].id })
 		visible := b.listGroupsFilter(r) // authorizer_checks.go
@@ -80,11 +73,11 @@ func handleListGroups(b *Broker, r *request) any {
 			if r.version >= 4 && !match(req.StatesFilter, g.state) {
 				continue
 			}
-			if r.version >= 5 && !match(req.TypesFilter, groupType(g)) {
+			if r.version >= 5 && !match(req.TypesFilter, g.groupType) {
 				continue
 			}
 			lg := kmsg.NewListGroupsResponseGroup()
-			lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.id, g.protocolType, g.state, groupType(g)
+			lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.id, g.protocolType, g.state, g.groupType
 			resp.Groups = append(resp.Groups, lg)
 		}
 		return resp

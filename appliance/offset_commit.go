@@ -9,6 +9,11 @@ package appliance
 // REBALANCE_IN_PROGRESS while completing a rebalance, FENCED_INSTANCE_ID for
 // a replaced static member, v7+); generation -1 with an empty member id is a
 // standalone commit, allowed while the group is Empty or does not exist.
+// For a KIP-848 consumer-protocol group the generation is the member epoch
+// (any version): an unknown member answers UNKNOWN_MEMBER_ID, an epoch above
+// the member's STALE_MEMBER_EPOCH, and an older one STALE_MEMBER_EPOCH for
+// each partition the member did not already hold at that epoch (KIP-1251;
+// consumer_group.go cgCheckCommit).
 // Partitions of unknown topics answer UNKNOWN_TOPIC_OR_PARTITION, metadata
 // over offset.metadata.max.bytes OFFSET_METADATA_TOO_LARGE. v1's per
 // partition timestamp and v2-v4's retention_time set an explicit expiry.

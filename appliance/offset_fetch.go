@@ -7,7 +7,10 @@ package appliance
 // topic list (v2+) returns every committed partition. v8+ asks for several
 // groups at once (each answered by its own coordinator shard). v7+
 // require_stable answers UNSTABLE_OFFSET_COMMIT (offset -1) for a partition
-// while a transactional commit of it is pending (group_txn.go).
+// while a transactional commit of it is pending (group_txn.go). v9 carries
+// the member id and member epoch of a KIP-848 consumer: when a member id is
+// given for a consumer-protocol group, an unknown member answers
+// UNKNOWN_MEMBER_ID and another epoch STALE_MEMBER_EPOCH (group level).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -18,14 +21,28 @@ func init() {
 	register(apiDef{key: 9, min: 0, max: 9, handle: handleOffsetFetch})
 }
 
+// fetchMember is the member id and member epoch of an OffsetFetch v9 group.
+type fetchMember struct {
+	id    string
+	epoch int32
+}
+
 type offsetFetchAnswer struct {
 	err *kerr.Error
 	out []fetchedOffset
 }
 
-// askOffsets starts a fetch for one group; topics nil asks for all.
-func (b *Broker) askOffsets(group string, topics map[string][]int32, order []string, requireStable bool) <-chan any {
+// askOffsets starts a fetch for one group; topics nil asks for all. member
+// is the v9 member id and epoch, checked against a consumer-protocol group
+// when given.
+func (b *Broker) askOffsets(group string, topics map[string][]int32, order []string, requireStable bool, member *fetchMember) <-chan any {
 	return b.groupAsk(group, func(m *groupManager, reply func(any)) {
+		if member != nil {
+			if err := m.checkFetchMember(group, member.id, member.epoch); err != nil {
+				reply(offsetFetchAnswer{err: err})
+				return
+			}
+		}
 		out := m.fetchOffsets(group, topics, order)
 		if requireStable {
 			for i := range out {
@@ -69,7 +86,11 @@ func handleOffsetFetch(b *Broker, r *request) any {
 			if b.groupDenied(r, kmsg.ACLOperationDescribe, g.Group) {
 				continue // answered GROUP_AUTHORIZATION_FAILED below
 			}
-			chans[i] = b.askOffsets(g.Group, topics, order, req.RequireStable)
+			var member *fetchMember
+			if r.version >= 9 && g.MemberID != nil {
+				member = &fetchMember{id: *g.MemberID, epoch: g.MemberEpoch}
+			}
+			chans[i] = b.askOffsets(g.Group, topics, order, req.RequireStable, member)
 		}
 		return deferred(func() any {
 			for i, g := range req.Groups {
@@ -117,7 +138,7 @@ func handleOffsetFetch(b *Broker, r *request) any {
 	if b.groupDenied(r, kmsg.ACLOperationDescribe, req.Group) {
 		return offsetFetchGroupDenied(req, resp) // authorizer_checks.go
 	}
-	ch := b.askOffsets(req.Group, topics, order, r.version >= 7 && req.RequireStable)
+	ch := b.askOffsets(req.Group, topics, order, r.version >= 7 && req.RequireStable, nil)
 	return deferred(func() any {
 		ans := waitOffsets(b, ch)
 		if ans.err != nil {

@@ -114,6 +114,7 @@ type shareManager struct {
 
 func newShareManager(env groupEnv, classic *groupManager) *shareManager {
 	sm := &shareManager{env: env, classic: classic, groups: map[string]*shareGroup{}, released: func(string, string) {}}
+	classic.share = sm
 	if op, ok := env.(*offsetsPartition); ok {
 		sm.image = op.gc.b.currentImage
 	}

@@ -8,7 +8,8 @@ package appliance
 // group_txn.go): visible to OffsetFetch after a commit, dropped after an
 // abort. v3+ carries the member id, generation and instance id, checked as
 // OffsetCommit checks them (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
-// FENCED_INSTANCE_ID); an old producer epoch answers INVALID_PRODUCER_EPOCH;
+// FENCED_INSTANCE_ID; for a KIP-848 consumer-protocol group the generation
+// is the member epoch, checked as OffsetCommit checks it: STALE_MEMBER_EPOCH); an old producer epoch answers INVALID_PRODUCER_EPOCH;
 // unknown partitions UNKNOWN_TOPIC_OR_PARTITION.
 
 import (

@@ -17,8 +17,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// groupBrokerOverrides make group tests quick: no initial rebalance delay.
-var groupBrokerOverrides = []string{"group.initial.rebalance.delay.ms=0"}
+// groupBrokerOverrides make group tests quick: no initial rebalance delay;
+// for KIP-848 groups the session and heartbeat interval the classic members
+// of these tests ask for (a KIP-848 session is the broker's setting).
+var groupBrokerOverrides = []string{"group.initial.rebalance.delay.ms=0",
+	"group.consumer.session.timeout.ms=6000", "group.consumer.heartbeat.interval.ms=500"}
 
 // Environment of the group member child process (TestGroupsHelperMember).
 const (
@@ -44,8 +47,11 @@ func groupMemberOpts(group, topic, balancer string) []kgo.Opt {
 		kgo.FetchMaxWait(500 * time.Millisecond),
 		kgo.FetchMaxPartitionBytes(64 << 10),
 	}
-	if balancer == "cooperative-sticky" {
+	switch balancer {
+	case "cooperative-sticky":
 		opts = append(opts, kgo.Balancers(kgo.CooperativeStickyBalancer()))
+	case "848": // KIP-848: the broker's uniform assignor
+		opts = append(opts, kgo.Balancers(kgo.StickyBalancer()), kgo.ServerSideBalancer())
 	}
 	return opts
 }
@@ -195,7 +201,8 @@ func startHelperMember(t *testing.T, b *Broker, group, topic, balancer string, s
 	return cmd, assigned, exited
 }
 
-// TestGroupsFranzKillEager and TestGroupsFranzKillCooperative: three
+// TestGroupsFranzKillEager, TestGroupsFranzKillCooperative and
+// TestGroupsFranzKill848 (a KIP-848 consumer group): three
 // franz-go members, one of them a separate process, consume a 12-partition
 // topic; the separate one is killed with SIGKILL mid-stream and the other
 // two take over its partitions after the session timeout. Every record is
@@ -203,6 +210,8 @@ func startHelperMember(t *testing.T, b *Broker, group, topic, balancer string, s
 func TestGroupsFranzKillEager(t *testing.T) { testGroupsFranzKill(t, "eager") }
 
 func TestGroupsFranzKillCooperative(t *testing.T) { testGroupsFranzKill(t, "cooperative-sticky") }
+
+func TestGroupsFranzKill848(t *testing.T) { testGroupsFranzKill(t, "848") }
 
 func testGroupsFranzKill(t *testing.T, balancer string) {
 	const (

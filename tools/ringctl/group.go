@@ -1,11 +1,13 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 type groupRow struct {
@@ -103,6 +105,17 @@ func groupDescribe(e *env, args []string) error {
 			continue
 		}
 		if err := l.Error(); err != nil {
+			if errors.Is(err, kerr.GroupIDNotFound) {
+				// Possibly a KIP-848 consumer group (group_848.go).
+				d, ok, cerr := describeConsumerGroup(ctx, e, name)
+				if cerr != nil {
+					return e.reqErr("describe group "+name, cerr)
+				}
+				if ok {
+					descs = append(descs, d)
+					continue
+				}
+			}
 			fails = append(fails, kafkaErr(err, "", "describe group "+name, subject{"group", name}))
 			continue
 		}
@@ -220,11 +233,23 @@ func groupResetOffsets(e *env, args []string) error {
 		return e.reqErr("describe group "+group, err)
 	}
 	if dg, ok := dgs[group]; ok {
+		state, members := dg.State, len(dg.Members)
+		if errors.Is(dg.Err, kerr.GroupIDNotFound) {
+			// Not a classic group: a KIP-848 consumer group, which
+			// DescribeGroups does not describe (as in Kafka), or none.
+			cgs, err := e.adm.DescribeConsumerGroups(ctx, group)
+			if err != nil {
+				return e.reqErr("describe group "+group, err)
+			}
+			if cg, ok := cgs[group]; ok && cg.Err == nil {
+				dg.Err, state, members = nil, cg.State, len(cg.Members)
+			}
+		}
 		if dg.Err != nil {
 			return kafkaErr(dg.Err, dg.ErrMessage, "describe group "+group, subject{"group", group})
 		}
-		if dg.State != "Empty" && dg.State != "Dead" && dg.State != "" {
-			return failed("cannot reset offsets of group %s: it is %s with %d members; stop its consumers first", group, dg.State, len(dg.Members))
+		if state != "Empty" && state != "Dead" && state != "" {
+			return failed("cannot reset offsets of group %s: it is %s with %d members; stop its consumers first", group, state, members)
 		}
 	}
 	tds, err := e.adm.ListTopics(ctx, *topic)

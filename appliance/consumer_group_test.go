@@ -1,0 +1,574 @@
+package appliance
+
+// Tests of the KIP-848 consumer group state machine (consumer_group.go)
+// driven through groupManager with the fake clock and log of group_test.go.
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// cgHarness drives one groupManager with a metadata image of its own.
+type cgHarness struct {
+	t   *testing.T
+	env *fakeGroupEnv
+	m   *groupManager
+	im  *Image
+}
+
+func newCGHarness(t *testing.T, topics map[string]int) *cgHarness {
+	env := &fakeGroupEnv{t: time.UnixMilli(1_700_000_000_000), ids: map[string]int{}, out: &strings.Builder{}}
+	h := &cgHarness{t: t, env: env, m: newGroupManager(env, defaultGroupConfig()), im: emptyImage()}
+	for name, n := range topics {
+		h.addTopic(name, n)
+	}
+	return h
+}
+
+// addTopic adds (or grows) a topic in a new image.
+func (h *cgHarness) addTopic(name string, partitions int) {
+	im := &Image{Offset: h.im.Offset + 1, Topics: map[string]*TopicImage{}, TopicsByID: map[TopicID]*TopicImage{}}
+	for n, t := range h.im.Topics {
+		im.Topics[n], im.TopicsByID[t.ID] = t, t
+	}
+	id := newTopicID()
+	if old := im.Topics[name]; old != nil {
+		id = old.ID
+	}
+	t := &TopicImage{Name: name, ID: id}
+	for p := 0; p < partitions; p++ {
+		t.Partitions = append(t.Partitions, PartitionImage{Partition: int32(p)})
+	}
+	im.Topics[name], im.TopicsByID[id] = t, t
+	h.im = im
+}
+
+func (h *cgHarness) removeTopic(name string) {
+	im := &Image{Offset: h.im.Offset + 1, Topics: map[string]*TopicImage{}, TopicsByID: map[TopicID]*TopicImage{}}
+	for n, t := range h.im.Topics {
+		if n != name {
+			im.Topics[n], im.TopicsByID[t.ID] = t, t
+		}
+	}
+	h.im = im
+}
+
+// hb sends a heartbeat; owned nil leaves TopicPartitions null.
+func (h *cgHarness) hb(a cgHeartbeatArgs) cgHeartbeatResult {
+	h.t.Helper()
+	if a.group == "" {
+		a.group = "g"
+	}
+	if a.rebalanceTimeoutMillis == 0 {
+		a.rebalanceTimeoutMillis = -1
+	}
+	a.image = h.im
+	var res *cgHeartbeatResult
+	h.m.consumerHeartbeat(a, func(r cgHeartbeatResult) { res = &r })
+	if res == nil {
+		h.t.Fatalf("heartbeat %+v was not answered", a)
+	}
+	return *res
+}
+
+func (h *cgHarness) join(member string, topics ...string) cgHeartbeatResult {
+	h.t.Helper()
+	return h.hb(cgHeartbeatArgs{memberID: member, epoch: 0, rebalanceTimeoutMillis: 30000, names: topics, namesSet: true})
+}
+
+// owned lists a member's partitions as "topic:p" sorted, from a result.
+func (h *cgHarness) names(s partSet) string {
+	var out []string
+	for _, tp := range s.sorted() {
+		out = append(out, fmt.Sprintf("%s:%d", h.im.TopicsByID[tp.topic].Name, tp.partition))
+	}
+	return strings.Join(out, ",")
+}
+
+func (h *cgHarness) tps(spec string) partSet {
+	out := partSet{}
+	if spec == "" {
+		return out
+	}
+	for _, f := range strings.Split(spec, ",") {
+		name, p, _ := strings.Cut(f, ":")
+		out[tpID{h.im.Topics[name].ID, int32(atoiOr(p, 0))}] = true
+	}
+	return out
+}
+
+func mustOK(t *testing.T, r cgHeartbeatResult) {
+	t.Helper()
+	if r.err != nil {
+		t.Fatalf("unexpected error %v (%s)", r.err, r.msg)
+	}
+}
+
+func TestConsumerGroupJoinRevokeThenAssign(t *testing.T) {
+	h := newCGHarness(t, map[string]int{"t": 4})
+	a := h.join("A", "t")
+	mustOK(t, a)
+	if a.epoch != 1 || h.names(a.assignment) != "t:0,t:1,t:2,t:3" {
+		t.Fatalf("A joined with epoch %d assignment %s, want epoch 1 and every partition", a.epoch, h.names(a.assignment))
+	}
+	b := h.join("B", "t")
+	mustOK(t, b)
+	if b.epoch != 2 || len(b.assignment) != 0 {
+		t.Fatalf("B joined with epoch %d assignment %s: want epoch 2 and nothing until A revokes", b.epoch, h.names(b.assignment))
+	}
+	// A learns it must give up two partitions; its epoch stays.
+	a = h.hb(cgHeartbeatArgs{memberID: "A", epoch: 1, owned: h.tps("t:0,t:1,t:2,t:3")})
+	mustOK(t, a)
+	if a.epoch != 1 || len(a.assignment) != 2 {
+		t.Fatalf("A: epoch %d assignment %s, want epoch 1 and two partitions kept", a.epoch, h.names(a.assignment))
+	}
+	kept := a.assignment
+	// B may not get them while A owns them.
+	b = h.hb(cgHeartbeatArgs{memberID: "B", epoch: 2, owned: partSet{}})
+	mustOK(t, b)
+	if len(b.assignment) != 0 {
+		t.Fatalf("B got %s while A still owns it", h.names(b.assignment))
+	}
+	// A acknowledges the revocation and moves to epoch 2.
+	a = h.hb(cgHeartbeatArgs{memberID: "A", epoch: 1, owned: kept})
+	mustOK(t, a)
+	if a.epoch != 2 {
+		t.Fatalf("A after revoking: epoch %d, want 2", a.epoch)
+	}
+	b = h.hb(cgHeartbeatArgs{memberID: "B", epoch: 2, owned: partSet{}})
+	mustOK(t, b)
+	if len(b.assignment) != 2 {
+		t.Fatalf("B after A released: %s, want two partitions", h.names(b.assignment))
+	}
+	for tp := range b.assignment {
+		if kept[tp] {
+			t.Fatalf("%s assigned to both A and B", h.names(partSet{tp: true}))
+		}
+	}
+	if s := h.m.describeConsumer("g"); s.state != "Stable" || s.epoch != 2 || len(s.members) != 2 {
+		t.Fatalf("describe: %+v", s)
+	}
+	// KIP-1251: A, now at epoch 2, may still commit with epoch 1 the
+	// partitions it has held since epoch 1, not the ones it gave to B.
+	commit := func(member string, epoch int32, tp tpID) *kerr.Error {
+		var out []*kerr.Error
+		h.m.commitOffsets(offsetCommitArgs{group: "g", memberID: member, generation: epoch,
+			items: []offsetCommitItem{{topic: h.im.TopicsByID[tp.topic].Name, partition: tp.partition, offset: 1, leaderEpoch: -1, expireTime: -1}}},
+			func(e []*kerr.Error) { out = e })
+		return out[0]
+	}
+	for tp := range kept {
+		if err := commit("A", 1, tp); err != nil {
+			t.Fatalf("A's commit with its previous epoch of a partition it kept: %v", err)
+		}
+	}
+	for tp := range b.assignment {
+		if err := commit("A", 1, tp); err != kerr.StaleMemberEpoch {
+			t.Fatalf("A's commit with its previous epoch of a partition now B's: %v", err)
+		}
+		if err := commit("B", 1, tp); err != kerr.StaleMemberEpoch {
+			t.Fatalf("B's commit with an epoch before it got the partition: %v", err)
+		}
+		if err := commit("B", 3, tp); err != kerr.StaleMemberEpoch {
+			t.Fatalf("B's commit with a future epoch: %v", err)
+		}
+	}
+	// B leaves: A gets everything at epoch 3.
+	l := h.hb(cgHeartbeatArgs{memberID: "B", epoch: cgLeaveEpoch})
+	mustOK(t, l)
+	if l.epoch != cgLeaveEpoch {
+		t.Fatalf("leave answered epoch %d", l.epoch)
+	}
+	a = h.hb(cgHeartbeatArgs{memberID: "A", epoch: 2, owned: kept})
+	if a.epoch != 3 || h.names(a.assignment) != "t:0,t:1,t:2,t:3" {
+		t.Fatalf("A after B left: epoch %d %s", a.epoch, h.names(a.assignment))
+	}
+}
+
+func TestConsumerGroupEpochErrors(t *testing.T) {
+	h := newCGHarness(t, map[string]int{"t": 2})
+	mustOK(t, h.join("A", "t"))
+	if r := h.hb(cgHeartbeatArgs{memberID: "A", epoch: 5}); r.err != kerr.FencedMemberEpoch {
+		t.Fatalf("future epoch: %v, want FENCED_MEMBER_EPOCH", r.err)
+	}
+	if r := h.hb(cgHeartbeatArgs{memberID: "nobody", epoch: 1}); r.err != kerr.UnknownMemberID {
+		t.Fatalf("unknown member: %v", r.err)
+	}
+	if r := h.hb(cgHeartbeatArgs{group: "other", memberID: "X", epoch: 3}); r.err != kerr.GroupIDNotFound {
+		t.Fatalf("unknown group: %v", r.err)
+	}
+	// A lost the answer that moved it to epoch 2: the previous epoch with a
+	// subset of its partitions is accepted.
+	mustOK(t, h.join("B", "t"))
+	r := h.hb(cgHeartbeatArgs{memberID: "A", epoch: 1, owned: h.tps("t:0,t:1")})
+	mustOK(t, r)
+	kept := r.assignment
+	r = h.hb(cgHeartbeatArgs{memberID: "A", epoch: 1, owned: kept})
+	mustOK(t, r)
+	if r.epoch != 2 {
+		t.Fatalf("epoch %d", r.epoch)
+	}
+	if r := h.hb(cgHeartbeatArgs{memberID: "A", epoch: 1, owned: kept}); r.err != nil {
+		t.Fatalf("previous epoch with owned subset: %v", r.err)
+	}
+	if r := h.hb(cgHeartbeatArgs{memberID: "A", epoch: 1}); r.err != kerr.FencedMemberEpoch {
+		t.Fatalf("previous epoch without owned partitions: %v", r.err)
+	}
+}
+
+func TestConsumerGroupCommitChecks(t *testing.T) {
+	h := newCGHarness(t, map[string]int{"t": 1})
+	commit := func(member string, gen int32) *kerr.Error {
+		var out []*kerr.Error
+		h.m.commitOffsets(offsetCommitArgs{group: "g", memberID: member, generation: gen,
+			items: []offsetCommitItem{{topic: "t", partition: 0, offset: 7, leaderEpoch: -1, expireTime: -1}}},
+			func(e []*kerr.Error) { out = e })
+		return out[0]
+	}
+	a := h.join("A", "t")
+	mustOK(t, a)
+	if err := commit("A", a.epoch); err != nil {
+		t.Fatalf("commit at the member epoch: %v", err)
+	}
+	if err := commit("A", a.epoch-1); err != kerr.StaleMemberEpoch {
+		t.Fatalf("stale commit: %v", err)
+	}
+	if err := commit("Z", a.epoch); err != kerr.UnknownMemberID {
+		t.Fatalf("unknown member commit: %v", err)
+	}
+	if err := commit("", -1); err != kerr.UnknownMemberID {
+		t.Fatalf("admin commit to a group with members: %v", err)
+	}
+	if err := h.m.checkFetchMember("g", "A", a.epoch+1); err != kerr.StaleMemberEpoch {
+		t.Fatalf("fetch with another epoch: %v", err)
+	}
+	var delErr *kerr.Error
+	h.m.deleteGroup("g", func(e *kerr.Error) { delErr = e })
+	if delErr != kerr.NonEmptyGroup {
+		t.Fatalf("delete of a group with members: %v", delErr)
+	}
+	mustOK(t, h.hb(cgHeartbeatArgs{memberID: "A", epoch: cgLeaveEpoch}))
+	if err := commit("", -1); err != nil {
+		t.Fatalf("admin commit to an empty group: %v", err)
+	}
+	if got := h.m.fetchOffsets("g", map[string][]int32{"t": {0}}, []string{"t"}); got[0].offset != 7 {
+		t.Fatalf("fetched %+v", got)
+	}
+	// A classic join may take the empty group over.
+	var jr joinResult
+	h.m.join(joinArgs{group: "g", clientID: "c", protocolType: "consumer", sessionTimeout: 10 * time.Second,
+		rebalanceTimeout: 10 * time.Second, protocols: []groupProtocol{{name: "range"}}}, func(r joinResult) { jr = r })
+	if jr.err != nil && jr.err != kerr.MemberIDRequired {
+		t.Fatalf("classic join of an empty consumer group: %v", jr.err)
+	}
+}
+
+func TestConsumerGroupClassicConflict(t *testing.T) {
+	h := newCGHarness(t, map[string]int{"t": 1})
+	mustOK(t, h.join("A", "t"))
+	var jr joinResult
+	h.m.join(joinArgs{group: "g", clientID: "c", protocolType: "consumer", sessionTimeout: 10 * time.Second,
+		rebalanceTimeout: 10 * time.Second, protocols: []groupProtocol{{name: "range"}}}, func(r joinResult) { jr = r })
+	if jr.err != kerr.InconsistentGroupProtocol {
+		t.Fatalf("classic join of a consumer group with members: %v", jr.err)
+	}
+	// And the other way: a classic group with members.
+	h.m.join(joinArgs{group: "c", clientID: "c", protocolType: "consumer", sessionTimeout: 10 * time.Second,
+		rebalanceTimeout: 10 * time.Second, protocols: []groupProtocol{{name: "range"}}}, func(r joinResult) { jr = r })
+	if r := h.hb(cgHeartbeatArgs{group: "c", memberID: "A", epoch: 0, rebalanceTimeoutMillis: 1000, names: []string{"t"}, namesSet: true}); r.err != kerr.GroupIDNotFound {
+		t.Fatalf("consumer heartbeat to a classic group with members: %v", r.err)
+	}
+	if top, per := h.m.leave("g", []leaveMember{{memberID: "A"}}); top != nil || per[0] != kerr.UnknownMemberID {
+		t.Fatalf("classic leave of a consumer member: %v %v", top, per)
+	}
+}
+
+func TestConsumerGroupSessionAndRebalanceTimeouts(t *testing.T) {
+	h := newCGHarness(t, map[string]int{"t": 2})
+	mustOK(t, h.join("A", "t"))
+	mustOK(t, h.join("B", "t"))
+	// B stops heartbeating; A keeps going and ends up with both partitions.
+	var a cgHeartbeatResult
+	for i := 0; i < 12; i++ {
+		h.env.advance(5 * time.Second)
+		owned := partSet{}
+		if a.assignment != nil {
+			owned = a.assignment
+		}
+		a = h.hb(cgHeartbeatArgs{memberID: "A", epoch: h.m.groups["g"].cg.members["A"].epoch, owned: owned})
+		mustOK(t, a)
+	}
+	if len(h.m.groups["g"].cg.members) != 1 {
+		t.Fatalf("B was not removed after its session timeout")
+	}
+	if a.assignment != nil && len(a.assignment) != 2 {
+		t.Fatalf("A has %s", h.names(a.assignment))
+	}
+	// A member that never acknowledges a revocation is fenced after its
+	// rebalance timeout.
+	h2 := newCGHarness(t, map[string]int{"t": 2})
+	h2.hb(cgHeartbeatArgs{memberID: "A", epoch: 0, rebalanceTimeoutMillis: 1000, names: []string{"t"}, namesSet: true})
+	mustOK(t, h2.join("B", "t"))
+	r := h2.hb(cgHeartbeatArgs{memberID: "A", epoch: 1, owned: h2.tps("t:0,t:1")})
+	mustOK(t, r)
+	if h2.m.groups["g"].cg.members["A"].state != cgUnrevokedPartitions {
+		t.Fatalf("A state %v", h2.m.groups["g"].cg.members["A"].state)
+	}
+	h2.env.advance(1500 * time.Millisecond)
+	if h2.m.groups["g"].cg.members["A"] != nil {
+		t.Fatalf("A was not fenced after its rebalance timeout")
+	}
+	if r := h2.hb(cgHeartbeatArgs{memberID: "A", epoch: 1}); r.err != kerr.UnknownMemberID {
+		t.Fatalf("fenced member heartbeat: %v", r.err)
+	}
+}
+
+func TestConsumerGroupStaticMembers(t *testing.T) {
+	h := newCGHarness(t, map[string]int{"t": 2})
+	inst := "i1"
+	r := h.hb(cgHeartbeatArgs{memberID: "A", epoch: 0, instanceID: &inst, rebalanceTimeoutMillis: 1000, names: []string{"t"}, namesSet: true})
+	mustOK(t, r)
+	if r := h.hb(cgHeartbeatArgs{memberID: "A2", epoch: 0, instanceID: &inst, rebalanceTimeoutMillis: 1000, names: []string{"t"}, namesSet: true}); r.err != kerr.UnreleasedInstanceID {
+		t.Fatalf("second member with the instance id: %v", r.err)
+	}
+	l := h.hb(cgHeartbeatArgs{memberID: "A", epoch: cgStaticLeaveEpoch, instanceID: &inst})
+	mustOK(t, l)
+	if l.epoch != cgStaticLeaveEpoch {
+		t.Fatalf("static leave answered epoch %d", l.epoch)
+	}
+	epoch := h.m.groups["g"].cg.epoch
+	r2 := h.hb(cgHeartbeatArgs{memberID: "A2", epoch: 0, instanceID: &inst, rebalanceTimeoutMillis: 1000, names: []string{"t"}, namesSet: true})
+	mustOK(t, r2)
+	if h.names(r2.assignment) != "t:0,t:1" || h.m.groups["g"].cg.epoch != epoch {
+		t.Fatalf("replacement got %s at group epoch %d (was %d)", h.names(r2.assignment), h.m.groups["g"].cg.epoch, epoch)
+	}
+	if r := h.hb(cgHeartbeatArgs{memberID: "A", epoch: r.epoch, instanceID: &inst}); r.err != kerr.FencedInstanceID {
+		t.Fatalf("old incarnation: %v", r.err)
+	}
+}
+
+func TestConsumerGroupRegexAndMetadataChanges(t *testing.T) {
+	h := newCGHarness(t, map[string]int{"orders": 1, "other": 1})
+	re := "ord.*"
+	a := consumerHeartbeatArgsOrFail(t, "A", re)
+	a.image = h.im
+	r := h.hb(a)
+	mustOK(t, r)
+	if h.names(r.assignment) != "orders:0" {
+		t.Fatalf("regex assignment %s", h.names(r.assignment))
+	}
+	// A new matching topic and more partitions are picked up.
+	h.addTopic("orders-v2", 1)
+	h.addTopic("orders", 2)
+	r = h.hb(cgHeartbeatArgs{memberID: "A", epoch: r.epoch, owned: r.assignment})
+	mustOK(t, r)
+	if h.names(r.assignment) != "orders-v2:0,orders:0,orders:1" && h.names(r.assignment) != "orders:0,orders:1,orders-v2:0" {
+		t.Fatalf("after new topics: %s", h.names(r.assignment))
+	}
+	// Deleting a topic removes its partitions.
+	id := h.im.Topics["orders-v2"].ID
+	h.removeTopic("orders-v2")
+	r = h.hb(cgHeartbeatArgs{memberID: "A", epoch: r.epoch, owned: r.assignment})
+	mustOK(t, r)
+	for tp := range r.assignment {
+		if tp.topic == id {
+			t.Fatalf("deleted topic still assigned")
+		}
+	}
+}
+
+func consumerHeartbeatArgsOrFail(t *testing.T, member, regex string) cgHeartbeatArgs {
+	t.Helper()
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Group, req.MemberID, req.RebalanceTimeoutMillis, req.SubscribedTopicRegex = "g", member, 30000, &regex
+	req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	a, err, msg := consumerHeartbeatArgs(req, 1)
+	if err != nil {
+		t.Fatalf("%v: %s", err, msg)
+	}
+	return a
+}
+
+func TestConsumerGroupHeartbeatFieldChecks(t *testing.T) {
+	str := func(s string) *string { return &s }
+	for _, tc := range []struct {
+		name    string
+		version int16
+		mod     func(*kmsg.ConsumerGroupHeartbeatRequest)
+		want    *kerr.Error
+	}{
+		{"ok", 1, func(*kmsg.ConsumerGroupHeartbeatRequest) {}, nil},
+		{"empty group", 1, func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.Group = "" }, kerr.InvalidRequest},
+		{"v1 empty member id", 1, func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberID = "" }, kerr.InvalidRequest},
+		{"v0 empty member id on join", 0, func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberID = "" }, nil},
+		{"epoch below -2", 1, func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = -3 }, kerr.InvalidRequest},
+		{"static leave without instance", 1, func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = -2 }, kerr.InvalidRequest},
+		{"empty instance id", 1, func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.InstanceID = str("") }, kerr.InvalidRequest},
+		{"join without rebalance timeout", 1, func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.RebalanceTimeoutMillis = -1 }, kerr.InvalidRequest},
+		{"join without subscription", 1, func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.SubscribedTopicNames = nil }, kerr.InvalidRequest},
+		{"join with owned partitions", 1, func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+			r.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{{Partitions: []int32{0}}}
+		}, kerr.InvalidRequest},
+		{"join with null owned partitions", 1, func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.Topics = nil }, kerr.InvalidRequest},
+		{"blank rack id", 1, func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.RackID = str(" ") }, kerr.InvalidRequest},
+		{"heartbeat without subscription", 1, func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+			r.MemberEpoch, r.SubscribedTopicNames, r.RebalanceTimeoutMillis, r.Topics = 3, nil, -1, nil
+		}, nil},
+		{"empty subscription on join", 1, func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.SubscribedTopicNames = []string{} }, nil},
+		{"bad regex", 1, func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.SubscribedTopicRegex = str("a(") }, kerr.InvalidRegularExpression},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+			req.Group, req.MemberID, req.RebalanceTimeoutMillis, req.SubscribedTopicNames = "g", "m", 1000, []string{"t"}
+			req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+			tc.mod(req)
+			if _, err, msg := consumerHeartbeatArgs(req, tc.version); err != tc.want {
+				t.Fatalf("got %v (%s), want %v", err, msg, tc.want)
+			}
+		})
+	}
+}
+
+func TestConsumerGroupPersistAndReload(t *testing.T) {
+	h := newCGHarness(t, map[string]int{"t": 1})
+	a := h.join("A", "t")
+	mustOK(t, a)
+	var out []*kerr.Error
+	h.m.commitOffsets(offsetCommitArgs{group: "g", memberID: "A", generation: a.epoch,
+		items: []offsetCommitItem{{topic: "t", partition: 0, offset: 42, leaderEpoch: -1, expireTime: -1}}},
+		func(e []*kerr.Error) { out = e })
+	if out[0] != nil {
+		t.Fatal(out[0])
+	}
+	mustOK(t, h.join("B", "t"))
+	// Replay the log into a new manager, as a restart does.
+	m2 := newGroupManager(h.env, defaultGroupConfig())
+	for _, r := range h.env.records {
+		if err := m2.loadRecord(r.Key, r.Value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m2.finishLoad()
+	g := m2.groups["g"]
+	if g == nil || g.cg == nil || g.cg.epoch != 2 || len(g.cg.members) != 0 {
+		t.Fatalf("reloaded group: %+v", g)
+	}
+	if got := m2.fetchOffsets("g", map[string][]int32{"t": {0}}, []string{"t"}); got[0].offset != 42 {
+		t.Fatalf("reloaded offsets %+v", got)
+	}
+	h.m = m2
+	if r := h.hb(cgHeartbeatArgs{memberID: "A", epoch: a.epoch, owned: partSet{}}); r.err != kerr.UnknownMemberID {
+		t.Fatalf("old member after reload: %v", r.err)
+	}
+	r := h.join("A", "t")
+	mustOK(t, r)
+	if r.epoch != 3 {
+		t.Fatalf("rejoin epoch %d, want 3 (after the persisted 2)", r.epoch)
+	}
+	// Deleting the empty group writes tombstones for both record kinds.
+	mustOK(t, h.hb(cgHeartbeatArgs{memberID: "A", epoch: cgLeaveEpoch}))
+	var derr *kerr.Error = kerr.UnknownServerError
+	h.m.deleteGroup("g", func(e *kerr.Error) { derr = e })
+	if derr != nil {
+		t.Fatal(derr)
+	}
+	m3 := newGroupManager(h.env, defaultGroupConfig())
+	for _, r := range h.env.records {
+		if err := m3.loadRecord(r.Key, r.Value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m3.groups["g"] != nil {
+		t.Fatalf("deleted group came back after replay")
+	}
+}
+
+func TestConsumerGroupListAndDescribe(t *testing.T) {
+	h := newCGHarness(t, map[string]int{"t": 3})
+	mustOK(t, h.join("A", "t"))
+	var found bool
+	for _, s := range h.m.list() {
+		if s.id == "g" {
+			found = true
+			if s.groupType != "consumer" || s.state != "Stable" || s.protocolType != "consumer" {
+				t.Fatalf("list: %+v", s)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("group not listed")
+	}
+	if d := h.m.describe("g"); d.state != "Dead" || d.groupType != "consumer" || len(d.members) != 0 {
+		t.Fatalf("classic describe of a consumer group: %+v", d)
+	}
+	d := h.m.describeConsumer("g")
+	if d.err != nil || d.state != "Stable" || d.assignor != "uniform" || len(d.members) != 1 || len(d.members[0].assigned) != 3 ||
+		!d.members[0].assigned.equal(d.members[0].target) {
+		t.Fatalf("describe: %+v", d)
+	}
+	if s := h.m.describeConsumer("nope"); s.err != kerr.GroupIDNotFound {
+		t.Fatalf("describe of an unknown group: %v", s.err)
+	}
+	var jr joinResult
+	h.m.join(joinArgs{group: "classic", clientID: "c", protocolType: "consumer", sessionTimeout: 10 * time.Second,
+		rebalanceTimeout: 10 * time.Second, protocols: []groupProtocol{{name: "range"}}, requireKnownMemberID: false}, func(r joinResult) { jr = r })
+	_ = jr
+	if s := h.m.describeConsumer("classic"); s.err != kerr.GroupIDNotFound {
+		t.Fatalf("ConsumerGroupDescribe of a classic group: %v", s.err)
+	}
+}
+
+// FuzzReadConsumerGroupRecord: any key and value decode or fail, never
+// panic, and what consumerGroupRecord writes reads back.
+func FuzzReadConsumerGroupRecord(f *testing.F) {
+	r := consumerGroupRecord("group-1", 42)
+	f.Add(r.Key, r.Value)
+	f.Add([]byte{0, 3, 0xff, 0xff}, []byte{0, 0})
+	f.Add([]byte{0, 3}, []byte(nil))
+	f.Fuzz(func(t *testing.T, key, value []byte) {
+		_, _, _ = readConsumerGroupRecord(key, value)
+		m := newGroupManager(&fakeGroupEnv{t: time.UnixMilli(0), ids: map[string]int{}, out: &strings.Builder{}}, defaultGroupConfig())
+		_ = m.loadRecord(append([]byte{0, 3}, key...), value)
+		if len(key) < 200 {
+			rec := consumerGroupRecord(string(key), int32(len(value)))
+			g, e, err := readConsumerGroupRecord(rec.Key, rec.Value)
+			if err != nil || g != string(key) || e != int32(len(value)) {
+				t.Fatalf("round trip of %q: %q %d %v", key, g, e, err)
+			}
+		}
+	})
+}
+
+// Share, classic and consumer groups share one group id namespace: the
+// classic and consumer APIs refuse a share group's id.
+func TestShareGroupIDRefusedByOtherProtocols(t *testing.T) {
+	h := newCGHarness(t, map[string]int{"t": 1})
+	sm := newShareManager(h.env, h.m)
+	set := shareGroupSettings{sessionTimeout: 45 * time.Second}
+	if r := sm.heartbeat(shareHeartbeatArgs{group: "s", member: "a", memberEpoch: 0, topics: []string{"t"}, settings: set, im: h.im}); r.err != nil {
+		t.Fatalf("share join: %v", r.err)
+	}
+	var jr joinResult
+	h.m.join(joinArgs{group: "s", clientID: "c", protocolType: "consumer", sessionTimeout: 10 * time.Second,
+		rebalanceTimeout: 10 * time.Second, protocols: []groupProtocol{{name: "range"}}}, func(r joinResult) { jr = r })
+	if jr.err != kerr.InconsistentGroupProtocol {
+		t.Fatalf("classic join of a share group: %v", jr.err)
+	}
+	if r := h.hb(cgHeartbeatArgs{group: "s", memberID: "A", epoch: 0, rebalanceTimeoutMillis: 1000, names: []string{"t"}, namesSet: true}); r.err != kerr.GroupIDNotFound {
+		t.Fatalf("consumer heartbeat to a share group: %v", r.err)
+	}
+	var errs []*kerr.Error
+	h.m.commitOffsets(offsetCommitArgs{group: "s", generation: -1, items: []offsetCommitItem{{topic: "t", offset: 1, leaderEpoch: -1, expireTime: -1}}},
+		func(e []*kerr.Error) { errs = e })
+	if len(errs) != 1 || errs[0] != kerr.GroupIDNotFound {
+		t.Fatalf("offset commit to a share group: %v", errs)
+	}
+	if h.m.groups["s"] != nil {
+		t.Fatal("a classic group was created under the share group's id")
+	}
+}
