@@ -189,6 +189,14 @@ func (c *conn) serve() {
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.ECONNRESET) {
 		c.b.log.Warn("closing connection", "remote", c.remote, "shard", c.shard, "reason", err.Error())
 	}
+	if err != nil {
+		// The peer is gone (or broke the protocol): close now, as Kafka
+		// drops a disconnected channel's in-flight responses, so that
+		// long polls (Fetch, ShareFetch) waiting on c.closed end at once
+		// instead of holding the socket until their max_wait_ms. A nil
+		// error means a closing answer is queued: it is sent first.
+		c.close()
+	}
 	close(c.slots)
 	<-wdone
 	c.close()

@@ -1,0 +1,57 @@
+package appliance
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// A client that sends a long poll (max_wait_ms near 2^31, min_bytes 1 GiB)
+// and disconnects must not keep its connection on the broker until the
+// poll's max wait: the broker closes its side at once, as Kafka drops a
+// disconnected channel. Before the fix the netpoll path waited for the
+// poll's answer and the socket stayed in CLOSE-WAIT.
+func TestAbandonedLongPollClosesConnection(t *testing.T) {
+	if raceEnabled {
+		t.Skip("starts a broker; slow under the race detector")
+	}
+	f := newAllocFixture(t)
+	conns := func() int {
+		f.b.connsMu.Lock()
+		defer f.b.connsMu.Unlock()
+		return len(f.b.conns)
+	}
+	base := conns()
+
+	fr := kmsg.NewPtrFetchRequest()
+	fr.MaxWaitMillis, fr.MinBytes, fr.MaxBytes = 1<<31-1, 1<<30, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "a"
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = 2, 0, 1<<20 // partition 2 is empty: the fetch waits
+	ft.Partitions = append(ft.Partitions, fp)
+	fr.Topics = append(fr.Topics, ft)
+	frame := frameOf(fr, 12, 7)
+
+	const n = 20
+	for i := 0; i < n; i++ {
+		nc, err := net.Dial("tcp", f.b.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := nc.Write(frame); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond) // let the broker start the poll
+		nc.Close()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for conns() > base && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := conns(); got > base {
+		t.Fatalf("%d of %d abandoned long-poll connections still open 5 s after the clients left", got-base, n)
+	}
+}
