@@ -10,6 +10,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -295,4 +296,68 @@ func TestShareGroupStateSurvivesRestart(t *testing.T) {
 			t.Errorf("offset %d held at the crash was not delivered again", off)
 		}
 	}
+}
+
+// ringctl describes a share group (state, members, share-partition start
+// offsets), refuses to reset it while it has members, and resets it with
+// AlterShareGroupOffsets once it is empty: a new consumer then gets the
+// records again.
+func TestShareGroupRingctl(t *testing.T) {
+	b := startBroker(t, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const topic, group, n = "share-ctl", "share-ctl-g", 40
+	createTopic(t, ctx, b, topic, 1)
+	setShareEarliest(t, ctx, b, group)
+	produceShare(t, ctx, b, topic, n)
+
+	consume := func(want int) {
+		t.Helper()
+		cl := shareConsumer(t, b, group, topic)
+		got := make(chan shareRec, 4*n)
+		pctx, pcancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); pollAccept(pctx, t, cl, got) }()
+		seen := map[shareRec]bool{}
+		deadline := time.After(30 * time.Second)
+		for len(seen) < want {
+			select {
+			case r := <-got:
+				seen[r] = true
+			case <-deadline:
+				t.Fatalf("share consumer got %d records of %d", len(seen), want)
+			}
+		}
+		var desc []struct {
+			State        string `json:"state"`
+			ProtocolType string `json:"protocol_type"`
+			Members      []struct {
+				MemberID string `json:"member_id"`
+			} `json:"members"`
+			Offsets []struct {
+				Committed int64 `json:"committed_offset"`
+				End       int64 `json:"log_end_offset"`
+			} `json:"offsets"`
+		}
+		waitFor(t, 10*time.Second, "ringctl shows the start offset at the end", func() bool {
+			desc = nil
+			ringctlJSON(t, b, &desc, "group", "describe", group)
+			return len(desc) == 1 && len(desc[0].Offsets) == 1 && desc[0].Offsets[0].Committed == n
+		})
+		if desc[0].ProtocolType != "share" || desc[0].State != "Stable" || len(desc[0].Members) != 1 || desc[0].Offsets[0].End != n {
+			t.Fatalf("ringctl group describe = %+v", desc)
+		}
+		if r := ringctl(t, b, 1, "", "group", "reset-offsets", group, "--topic", topic, "--to-earliest"); !strings.Contains(r.stderr, "stop its consumers first") {
+			t.Fatalf("ringctl reset-offsets of a live share group: %q", r.stderr)
+		}
+		pcancel()
+		<-done
+		cl.Close() // leaves the group
+	}
+	consume(n)
+	waitFor(t, 10*time.Second, "the share group is empty after its consumer left", func() bool {
+		r := runCLI(t, toolBinary(t, "ringctl"), "", "-b", b.Addr, "group", "reset-offsets", group, "--topic", topic, "--to-earliest")
+		return r.code == 0
+	})
+	consume(n) // every record again from the start offset 0
 }

@@ -115,11 +115,24 @@ func groupDescribe(e *env, args []string) error {
 					descs = append(descs, d)
 					continue
 				}
+				// Or a KIP-932 share group (group_share.go).
+				if d, ok, serr := describeShareGroup(ctx, e, name); serr != nil {
+					return e.reqErr("describe group "+name, serr)
+				} else if ok {
+					descs = append(descs, d)
+					continue
+				}
 			}
 			fails = append(fails, kafkaErr(err, "", "describe group "+name, subject{"group", name}))
 			continue
 		}
 		if l.State == "Dead" && len(l.Lag) == 0 {
+			if d, ok, serr := describeShareGroup(ctx, e, name); serr != nil {
+				return e.reqErr("describe group "+name, serr)
+			} else if ok {
+				descs = append(descs, d)
+				continue
+			}
 			// Kafka describes a group it does not know as Dead with no members.
 			fails = append(fails, failed("GROUP_ID_NOT_FOUND (69): cannot describe group %s: group %q does not exist; list groups with `ringctl group list`", name, name))
 			continue
@@ -232,7 +245,17 @@ func groupResetOffsets(e *env, args []string) error {
 	if err != nil {
 		return e.reqErr("describe group "+group, err)
 	}
-	if dg, ok := dgs[group]; ok {
+	// A share group's position is its share-partition start offset,
+	// reset with AlterShareGroupOffsets (KIP-932) instead of a commit.
+	sstate, smembers, share, err := shareGroupState(ctx, e, group)
+	if err != nil {
+		return e.reqErr("describe group "+group, err)
+	}
+	if share {
+		if sstate != "Empty" {
+			return failed("cannot reset offsets of share group %s: it is %s with %d members; stop its consumers first", group, sstate, smembers)
+		}
+	} else if dg, ok := dgs[group]; ok {
 		state, members := dg.State, len(dg.Members)
 		if errors.Is(dg.Err, kerr.GroupIDNotFound) {
 			// Not a classic group: a KIP-848 consumer group, which
@@ -276,8 +299,20 @@ func groupResetOffsets(e *env, args []string) error {
 	if err != nil {
 		return e.reqErr("list end offsets", err)
 	}
-	prev, err := e.adm.FetchOffsetsForTopics(ctx, group, *topic)
-	if err != nil {
+	prev := kadm.OffsetResponses{}
+	if share {
+		so, err := e.adm.DescribeShareGroupOffsets(ctx, group)
+		if err != nil {
+			return e.reqErr("describe share group offsets of group "+group, err)
+		}
+		for _, ps := range so[group].Offsets {
+			for _, o := range ps {
+				if o.Topic == *topic && o.Err == nil && o.StartOffset >= 0 {
+					prev.Add(kadm.OffsetResponse{Offset: kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.StartOffset}})
+				}
+			}
+		}
+	} else if prev, err = e.adm.FetchOffsetsForTopics(ctx, group, *topic); err != nil {
 		return e.reqErr("fetch committed offsets of group "+group, err)
 	}
 	offsets := kadm.Offsets{}
@@ -309,7 +344,18 @@ func groupResetOffsets(e *env, args []string) error {
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Partition < rows[j].Partition })
 	var fails errs
-	if !*dry {
+	if !*dry && share {
+		resp, err := e.adm.AlterShareGroupOffsets(ctx, group, offsets)
+		if err != nil {
+			return e.reqErr("alter share group offsets of group "+group, err)
+		}
+		for i := range rows {
+			if oerr, ok := resp.Lookup(*topic, rows[i].Partition); ok && oerr != nil {
+				rows[i].Error = errString(oerr)
+				fails = append(fails, kafkaErr(oerr, "", fmt.Sprintf("alter share offset of %s-%d for group %s", *topic, rows[i].Partition, group), subject{"group", group}))
+			}
+		}
+	} else if !*dry {
 		resp, err := e.adm.CommitOffsets(ctx, group, offsets)
 		if err != nil {
 			return e.reqErr("commit offsets of group "+group, err)
