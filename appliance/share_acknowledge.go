@@ -71,6 +71,8 @@ func (b *Broker) shareAcknowledge(r *request, req *kmsg.ShareAcknowledgeRequest)
 				it.ackErr = kerr.UnknownTopicOrPartition
 			case b.topicDenied(r, kmsg.ACLOperationRead, topic.Name):
 				it.ackErr = kerr.TopicAuthorizationFailed
+			case validateShareAcks(it.acks, req.IsRenewAck) != nil:
+				it.ackErr = validateShareAcks(it.acks, req.IsRenewAck)
 			default:
 				list = append(list, it)
 			}

@@ -100,6 +100,11 @@ func (b *Broker) shareFetch(r *request, req *kmsg.ShareFetchRequest) *kmsg.Share
 				bad = append(bad, it)
 				continue
 			}
+			if it.hadAcks {
+				// Checked up front, as Kafka's request validation does: a
+				// malformed list answers INVALID_REQUEST and changes nothing.
+				it.ackErr = validateShareAcks(it.acks, req.IsRenewAck)
+			}
 			items[tp] = it
 			add[tp] = p.PartitionMaxBytes
 		}
