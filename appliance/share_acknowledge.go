@@ -14,7 +14,9 @@ package appliance
 // a malformed list answers INVALID_REQUEST. They are then applied all or
 // nothing: every offset of every batch must be in flight and Acquired by
 // the member, else the partition answers INVALID_RECORD_STATE and nothing
-// changes. ShareSessionEpoch must be that of the member's
+// changes. The MemberId must be a Uuid string of a member of the group, as
+// for ShareFetch (INVALID_REQUEST, UNKNOWN_MEMBER_ID). ShareSessionEpoch
+// must be that of the member's
 // open share session (INVALID_SHARE_SESSION_EPOCH, SHARE_SESSION_NOT_FOUND;
 // 0 cannot open one); -1 closes the session after the acknowledgements and
 // releases the records the member still holds in it.
@@ -45,12 +47,15 @@ func (b *Broker) shareAcknowledge(r *request, req *kmsg.ShareAcknowledgeRequest)
 	s := b.groups.share
 	group, member := deref(req.GroupID), deref(req.MemberID)
 	switch {
-	case group == "" || member == "":
+	case group == "" || !validShareMemberID(member):
 		return fail(kerr.InvalidRequest.Code)
 	case b.groupDenied(r, kmsg.ACLOperationRead, group):
 		return fail(kerr.GroupAuthorizationFailed.Code)
 	case req.ShareSessionEpoch == 0:
 		return fail(kerr.InvalidShareSessionEpoch.Code)
+	}
+	if code := b.shareMemberCheck(group, member); code != 0 {
+		return fail(code)
 	}
 	im := b.currentImage()
 	settings := b.shareSettings(im, group)
