@@ -7,7 +7,9 @@ package appliance
 // A group with members answers NON_EMPTY_GROUP, an unknown one
 // GROUP_ID_NOT_FOUND. Share groups (KIP-932) are deleted the same way when
 // they have no members, with their share-partition states
-// (share_group.go).
+// (share_group.go). A group's GROUP config resource (share_config.go) is
+// kept, as in Kafka, where group configs live in the metadata log and
+// DeleteGroups does not remove them.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

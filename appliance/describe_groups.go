@@ -6,8 +6,8 @@ package appliance
 // host; metadata and assignment while Stable). A group this broker does not
 // know is described as Dead with no error, as Kafka does before v6. v4+
 // carries group.instance.id. A KIP-848 consumer-protocol group is not a
-// classic group: as Kafka 4 does, it is answered GROUP_ID_NOT_FOUND with
-// state Dead and no members (clients describe it with ConsumerGroupDescribe,
+// classic group, nor is a KIP-932 share group: as Kafka 4 does, they are
+// answered GROUP_ID_NOT_FOUND with state Dead and no members (clients describe it with ConsumerGroupDescribe,
 // consumer_group_describe.go, and fall back to DescribeGroups on
 // GROUP_ID_NOT_FOUND from there); authorized operations are not computed (no
 // ACLs), so they stay at Kafka's "not requested" value.
@@ -52,7 +52,7 @@ func handleDescribeGroups(b *Broker, r *request) any {
 			if id == "" {
 				dg.ErrorCode = kerr.InvalidGroupID.Code
 			}
-			if s.groupType == "consumer" {
+			if s.groupType == "consumer" || s.groupType == "share" {
 				dg.ErrorCode = kerr.GroupIDNotFound.Code
 			}
 			for _, m := range s.members {

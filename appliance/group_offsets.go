@@ -268,6 +268,10 @@ type memberSummary struct {
 }
 
 func (m *groupManager) describe(groupID string) groupSummary {
+	if m.isShareGroup(groupID) {
+		// A share group (KIP-932) is not a classic group either.
+		return groupSummary{id: groupID, state: groupDead.String(), groupType: "share"}
+	}
 	g := m.groups[groupID]
 	if g == nil {
 		return groupSummary{id: groupID, state: groupDead.String()}

@@ -8,10 +8,15 @@ package appliance
 // acknowledge type for the batch or one per offset: 0 gap (archived), 1
 // accept (Acknowledged), 2 release (Available again, or Archived at
 // share.delivery.count.limit), 3 reject (Archived), 4 renew (the
-// acquisition lock starts again; only with IsRenewAck). Every offset of a
-// batch must be Acquired by the member, else the partition answers
-// INVALID_RECORD_STATE and the batch changes nothing; a malformed batch
-// answers INVALID_REQUEST. ShareSessionEpoch must be that of the member's
+// acquisition lock starts again; only with IsRenewAck). A partition's
+// batches are checked up front as Kafka's request validation does
+// (FirstOffset <= LastOffset, increasing and non-overlapping, valid types):
+// a malformed list answers INVALID_REQUEST. They are then applied all or
+// nothing: every offset of every batch must be in flight and Acquired by
+// the member, else the partition answers INVALID_RECORD_STATE and nothing
+// changes. The MemberId must be a Uuid string of a member of the group, as
+// for ShareFetch (INVALID_REQUEST, UNKNOWN_MEMBER_ID). ShareSessionEpoch
+// must be that of the member's
 // open share session (INVALID_SHARE_SESSION_EPOCH, SHARE_SESSION_NOT_FOUND;
 // 0 cannot open one); -1 closes the session after the acknowledgements and
 // releases the records the member still holds in it.
@@ -42,12 +47,15 @@ func (b *Broker) shareAcknowledge(r *request, req *kmsg.ShareAcknowledgeRequest)
 	s := b.groups.share
 	group, member := deref(req.GroupID), deref(req.MemberID)
 	switch {
-	case group == "" || member == "":
+	case group == "" || !validShareMemberID(member):
 		return fail(kerr.InvalidRequest.Code)
 	case b.groupDenied(r, kmsg.ACLOperationRead, group):
 		return fail(kerr.GroupAuthorizationFailed.Code)
 	case req.ShareSessionEpoch == 0:
 		return fail(kerr.InvalidShareSessionEpoch.Code)
+	}
+	if code := b.shareMemberCheck(group, member); code != 0 {
+		return fail(code)
 	}
 	im := b.currentImage()
 	settings := b.shareSettings(im, group)
@@ -71,6 +79,8 @@ func (b *Broker) shareAcknowledge(r *request, req *kmsg.ShareAcknowledgeRequest)
 				it.ackErr = kerr.UnknownTopicOrPartition
 			case b.topicDenied(r, kmsg.ACLOperationRead, topic.Name):
 				it.ackErr = kerr.TopicAuthorizationFailed
+			case validateShareAcks(it.acks, req.IsRenewAck) != nil:
+				it.ackErr = validateShareAcks(it.acks, req.IsRenewAck)
 			default:
 				list = append(list, it)
 			}

@@ -17,6 +17,13 @@ package appliance
 // nothing to acquire it waits up to MaxWaitMs for an append or for records
 // to become Available (a release, an acquisition lock expiry).
 //
+// The MemberId must be a Uuid string (base64url of 16 bytes, as Kafka's
+// Uuid.fromString reads it; else INVALID_REQUEST) of a member of the share
+// group (joined with ShareGroupHeartbeat, not left or expired; else
+// UNKNOWN_MEMBER_ID): others acquire and acknowledge nothing. ShareAcquireMode
+// other than 0 (batch_optimized) or 1 (record_limit) and negative
+// MaxRecords, BatchSize or MaxBytes are INVALID_REQUEST; 0 means the default.
+//
 // Share sessions: ShareSessionEpoch 0 opens the member's session (a
 // request that also acknowledges answers INVALID_REQUEST), -1 closes it
 // after its acknowledgements without fetching, releasing what the member
@@ -30,6 +37,8 @@ package appliance
 // records of aborted transactions.
 
 import (
+	"encoding/base64"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -61,11 +70,18 @@ func (b *Broker) shareFetch(r *request, req *kmsg.ShareFetchRequest) *kmsg.Share
 	}
 	s := b.groups.share
 	group, member := deref(req.GroupID), deref(req.MemberID)
-	if group == "" || member == "" {
+	switch {
+	case group == "" || !validShareMemberID(member):
 		return fail(kerr.InvalidRequest.Code)
-	}
-	if b.groupDenied(r, kmsg.ACLOperationRead, group) {
+	case req.ShareAcquireMode != 0 && req.ShareAcquireMode != 1:
+		return fail(kerr.InvalidRequest.Code)
+	case req.MaxRecords < 0 || req.BatchSize < 0 || req.MaxBytes < 0:
+		return fail(kerr.InvalidRequest.Code)
+	case b.groupDenied(r, kmsg.ACLOperationRead, group):
 		return fail(kerr.GroupAuthorizationFailed.Code)
+	}
+	if code := b.shareMemberCheck(group, member); code != 0 {
+		return fail(code)
 	}
 	im := b.currentImage()
 	settings := b.shareSettings(im, group)
@@ -99,6 +115,11 @@ func (b *Broker) shareFetch(r *request, req *kmsg.ShareFetchRequest) *kmsg.Share
 				}
 				bad = append(bad, it)
 				continue
+			}
+			if it.hadAcks {
+				// Checked up front, as Kafka's request validation does: a
+				// malformed list answers INVALID_REQUEST and changes nothing.
+				it.ackErr = validateShareAcks(it.acks, req.IsRenewAck)
 			}
 			items[tp] = it
 			add[tp] = p.PartitionMaxBytes
@@ -228,6 +249,39 @@ func (b *Broker) shareFetch(r *request, req *kmsg.ShareFetchRequest) *kmsg.Share
 		resp.Topics[ti].Partitions = append(resp.Topics[ti].Partitions, rp)
 	}
 	return resp
+}
+
+// validShareMemberID reports whether id is a member id Kafka accepts in
+// ShareFetch and ShareAcknowledge: a Uuid string (Uuid.fromString),
+// base64url of 16 bytes, with or without padding (franz-go pads).
+func validShareMemberID(id string) bool {
+	if id == "" || len(id) > 24 {
+		return false
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(id, "="))
+	if err != nil || len(raw) != 16 {
+		return false
+	}
+	// Padding, when present, must be exactly what 16 bytes take.
+	return len(id) == 22 || id[22:] == "=="
+}
+
+// shareMemberCheck answers UNKNOWN_MEMBER_ID (0 when fine) for a member
+// that is not in the share group (it never joined with
+// ShareGroupHeartbeat, left, or expired): such a member acquires and
+// acknowledges nothing.
+func (b *Broker) shareMemberCheck(group, member string) int16 {
+	v, ok := b.shareAsk(group, func(sm *shareManager, reply func(any)) {
+		g := sm.groups[group]
+		reply(g != nil && g.members[member] != nil)
+	})
+	if !ok {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	if !v.(bool) {
+		return kerr.UnknownMemberID.Code
+	}
+	return 0
 }
 
 func deref(s *string) string {

@@ -54,6 +54,7 @@ func TestShareHandlersErrors(t *testing.T) {
 	b, cl, tid := shareTestClient(t)
 	_ = b
 	const group = "hg"
+	const m1 = "AAAAAAAAAAAAAAAAAAAAAQ==" // a Uuid string, padded as franz-go makes them
 	// Config: earliest, and refusals of bad values.
 	alter := func(name, value string) int16 {
 		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
@@ -113,7 +114,7 @@ func TestShareHandlersErrors(t *testing.T) {
 	if r := hb("m1", 5, nil); r.ErrorCode != kerr.UnknownMemberID.Code {
 		t.Errorf("unknown member: %d", r.ErrorCode)
 	}
-	r := hb("m1", 0, []string{"st"})
+	r := hb(m1, 0, []string{"st"})
 	if r.ErrorCode != 0 || r.MemberEpoch < 1 || r.Assignment == nil || len(r.Assignment.TopicPartitions) != 1 ||
 		len(r.Assignment.TopicPartitions[0].Partitions) != 2 || r.HeartbeatIntervalMillis != 5000 {
 		t.Fatalf("join: %+v", r)
@@ -122,7 +123,7 @@ func TestShareHandlersErrors(t *testing.T) {
 	// ShareFetch session errors.
 	fetch := func(epoch int32, acks []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch, wait int32) *kmsg.ShareFetchResponse {
 		req := kmsg.NewPtrShareFetchRequest()
-		req.GroupID, req.MemberID = kmsg.StringPtr(group), kmsg.StringPtr("m1")
+		req.GroupID, req.MemberID = kmsg.StringPtr(group), kmsg.StringPtr(m1)
 		req.ShareSessionEpoch, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.MaxRecords = epoch, wait, 1, 1<<20, 100
 		rt := kmsg.NewShareFetchRequestTopic()
 		rt.TopicID = tid
@@ -175,7 +176,7 @@ func TestShareHandlersErrors(t *testing.T) {
 	// ShareAcknowledge: release 2-4; a renew without IsRenewAck is INVALID_REQUEST.
 	ack := func(epoch int32, first, last int64, typ int8, renew bool) *kmsg.ShareAcknowledgeResponse {
 		req := kmsg.NewPtrShareAcknowledgeRequest()
-		req.GroupID, req.MemberID, req.ShareSessionEpoch, req.IsRenewAck = kmsg.StringPtr(group), kmsg.StringPtr("m1"), epoch, renew
+		req.GroupID, req.MemberID, req.ShareSessionEpoch, req.IsRenewAck = kmsg.StringPtr(group), kmsg.StringPtr(m1), epoch, renew
 		rt := kmsg.NewShareAcknowledgeRequestTopic()
 		rt.TopicID = tid
 		rp := kmsg.NewShareAcknowledgeRequestTopicPartition()
@@ -233,11 +234,11 @@ func TestShareHandlersErrors(t *testing.T) {
 	}
 	dgr := kmsg.NewPtrDescribeGroupsRequest()
 	dgr.Groups = []string{group}
-	if r := shareReq(t, cl, dgr).(*kmsg.DescribeGroupsResponse); r.Groups[0].State != "Dead" {
+	if r := shareReq(t, cl, dgr).(*kmsg.DescribeGroupsResponse); r.Groups[0].State != "Dead" || r.Groups[0].ErrorCode != kerr.GroupIDNotFound.Code {
 		t.Errorf("DescribeGroups of a share group: %+v", r.Groups[0])
 	}
 	// Leave, then delete works and the group is gone.
-	if r := hb("m1", -1, nil); r.ErrorCode != 0 || r.MemberEpoch != -1 {
+	if r := hb(m1, -1, nil); r.ErrorCode != 0 || r.MemberEpoch != -1 {
 		t.Fatalf("leave: %+v", r)
 	}
 	if r := shareReq(t, cl, dg).(*kmsg.DeleteGroupsResponse); r.Groups[0].ErrorCode != 0 {
@@ -253,8 +254,14 @@ func TestShareHandlersErrors(t *testing.T) {
 		t.Errorf("describe deleted / empty id: %d %d", d.Groups[0].ErrorCode, d.Groups[1].ErrorCode)
 	}
 	// Unknown topic id in a fetch.
+	const m9 = "AAAAAAAAAAAAAAAAAAAACQ"
+	hbo := kmsg.NewPtrShareGroupHeartbeatRequest()
+	hbo.GroupID, hbo.MemberID, hbo.SubscribedTopicNames = "other", m9, []string{"st"}
+	if r := shareReq(t, cl, hbo).(*kmsg.ShareGroupHeartbeatResponse); r.ErrorCode != 0 {
+		t.Fatalf("join other: %d", r.ErrorCode)
+	}
 	req := kmsg.NewPtrShareFetchRequest()
-	req.GroupID, req.MemberID = kmsg.StringPtr("other"), kmsg.StringPtr("m9")
+	req.GroupID, req.MemberID = kmsg.StringPtr("other"), kmsg.StringPtr(m9)
 	rt := kmsg.NewShareFetchRequestTopic()
 	rt.TopicID = [16]byte{9, 9}
 	rp := kmsg.NewShareFetchRequestTopicPartition()
@@ -317,8 +324,14 @@ func TestShareFetchReadCommitted(t *testing.T) {
 			t.Fatalf("set %s: %d", kv[0], r.Resources[0].ErrorCode)
 		}
 	}
+	const m = "AAAAAAAAAAAAAAAAAAAAAA"
+	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+	hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = "rc", m, []string{"tx"}
+	if r := shareReq(t, cl, hb).(*kmsg.ShareGroupHeartbeatResponse); r.ErrorCode != 0 {
+		t.Fatalf("join: %d", r.ErrorCode)
+	}
 	req := kmsg.NewPtrShareFetchRequest()
-	req.GroupID, req.MemberID, req.MaxBytes, req.MaxRecords = kmsg.StringPtr("rc"), kmsg.StringPtr("m"), 1<<20, 100
+	req.GroupID, req.MemberID, req.MaxBytes, req.MaxRecords = kmsg.StringPtr("rc"), kmsg.StringPtr(m), 1<<20, 100
 	rt := kmsg.NewShareFetchRequestTopic()
 	rt.TopicID = tid
 	rp := kmsg.NewShareFetchRequestTopicPartition()
@@ -339,5 +352,91 @@ func TestShareFetchReadCommitted(t *testing.T) {
 	// (3, 6) are acquired and acknowledged as gaps by clients.
 	if want := []int64{3, 4, 5, 6}; !slices.Equal(got, want) {
 		t.Fatalf("acquired offsets %v, want %v", got, want)
+	}
+}
+
+// ShareFetch and ShareAcknowledge of a member that is not in the group
+// acquire nothing (UNKNOWN_MEMBER_ID); a member id that is not a Uuid
+// string, an unknown ShareAcquireMode and negative limits are
+// INVALID_REQUEST.
+func TestShareFetchMemberAndLimits(t *testing.T) {
+	_, cl, tid := shareTestClient(t)
+	const group, member = "mg", "AAAAAAAAAAAAAAAAAAAAAQ"
+	fetch := func(member string, mod func(*kmsg.ShareFetchRequest)) *kmsg.ShareFetchResponse {
+		req := kmsg.NewPtrShareFetchRequest()
+		req.GroupID, req.MemberID = kmsg.StringPtr(group), kmsg.StringPtr(member)
+		req.MaxBytes, req.MaxRecords = 1<<20, 100
+		rt := kmsg.NewShareFetchRequestTopic()
+		rt.TopicID = tid
+		rp := kmsg.NewShareFetchRequestTopicPartition()
+		rp.PartitionMaxBytes = 1 << 20
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		if mod != nil {
+			mod(req)
+		}
+		return shareReq(t, cl, req).(*kmsg.ShareFetchResponse)
+	}
+	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Value = "share.auto.offset.reset", kmsg.StringPtr("earliest")
+	res.Configs = append(res.Configs, c)
+	alter.Resources = append(alter.Resources, res)
+	shareReq(t, cl, alter)
+
+	// Not a member (the group does not even exist yet).
+	if f := fetch(member, nil); f.ErrorCode != kerr.UnknownMemberID.Code || len(f.Topics) != 0 {
+		t.Fatalf("fetch of a non-member: %+v", f)
+	}
+	ack := kmsg.NewPtrShareAcknowledgeRequest()
+	ack.GroupID, ack.MemberID, ack.ShareSessionEpoch = kmsg.StringPtr(group), kmsg.StringPtr(member), 1
+	if r := shareReq(t, cl, ack).(*kmsg.ShareAcknowledgeResponse); r.ErrorCode != kerr.UnknownMemberID.Code {
+		t.Errorf("acknowledge of a non-member: %d", r.ErrorCode)
+	}
+	for _, bad := range []string{"m1", "AAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAAAQ=", "AAAAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAA+Q", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"} {
+		if f := fetch(bad, nil); f.ErrorCode != kerr.InvalidRequest.Code {
+			t.Errorf("fetch with member id %q: %d, want INVALID_REQUEST", bad, f.ErrorCode)
+		}
+		ack.MemberID = kmsg.StringPtr(bad)
+		if r := shareReq(t, cl, ack).(*kmsg.ShareAcknowledgeResponse); r.ErrorCode != kerr.InvalidRequest.Code {
+			t.Errorf("acknowledge with member id %q: %d, want INVALID_REQUEST", bad, r.ErrorCode)
+		}
+	}
+	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+	hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = group, member, []string{"st"}
+	if r := shareReq(t, cl, hb).(*kmsg.ShareGroupHeartbeatResponse); r.ErrorCode != 0 {
+		t.Fatalf("join: %d", r.ErrorCode)
+	}
+	// Another id in the joined group is still not a member.
+	if f := fetch("AAAAAAAAAAAAAAAAAAAAAg", nil); f.ErrorCode != kerr.UnknownMemberID.Code {
+		t.Errorf("fetch of another id: %d", f.ErrorCode)
+	}
+	for name, mod := range map[string]func(*kmsg.ShareFetchRequest){
+		"acquire mode 2":  func(r *kmsg.ShareFetchRequest) { r.ShareAcquireMode = 2 },
+		"acquire mode -1": func(r *kmsg.ShareFetchRequest) { r.ShareAcquireMode = -1 },
+		"max records -1":  func(r *kmsg.ShareFetchRequest) { r.MaxRecords = -1 },
+		"batch size -1":   func(r *kmsg.ShareFetchRequest) { r.BatchSize = -1 },
+		"max bytes -1":    func(r *kmsg.ShareFetchRequest) { r.MaxBytes = -1 },
+	} {
+		if f := fetch(member, mod); f.ErrorCode != kerr.InvalidRequest.Code {
+			t.Errorf("%s: %d, want INVALID_REQUEST", name, f.ErrorCode)
+		}
+	}
+	// The member fetches; 0 limits mean the defaults.
+	f := fetch(member, func(r *kmsg.ShareFetchRequest) {
+		r.MaxRecords, r.BatchSize, r.MaxBytes, r.ShareAcquireMode = 0, 0, 0, 1
+	})
+	if f.ErrorCode != 0 || len(f.Topics) != 1 || len(f.Topics[0].Partitions[0].AcquiredRecords) != 1 || f.Topics[0].Partitions[0].AcquiredRecords[0].LastOffset != 4 {
+		t.Fatalf("member fetch: %+v", f)
+	}
+	// After it leaves it acquires nothing more.
+	hb.MemberEpoch = -1
+	if r := shareReq(t, cl, hb).(*kmsg.ShareGroupHeartbeatResponse); r.ErrorCode != 0 {
+		t.Fatalf("leave: %d", r.ErrorCode)
+	}
+	if f := fetch(member, func(r *kmsg.ShareFetchRequest) { r.ShareSessionEpoch = 1 }); f.ErrorCode != kerr.UnknownMemberID.Code {
+		t.Errorf("fetch after leaving: %d", f.ErrorCode)
 	}
 }

@@ -230,51 +230,84 @@ func errInvalidRecordState(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{kerr.InvalidRecordState}, args...)...)
 }
 
+// validateShareAcks checks a partition's acknowledgement batches as Kafka's
+// request validation does, before anything changes: each batch has
+// FirstOffset <= LastOffset and one acknowledge type or one per offset,
+// every type is 0-3 (4, RENEW, only when renew is allowed), and the batches
+// come in increasing offset order without overlapping. A failure is
+// INVALID_REQUEST for the partition.
+func validateShareAcks(acks []shareAck, renew bool) error {
+	prevLast := int64(-1)
+	for i, a := range acks {
+		switch {
+		case a.first > a.last:
+			return fmt.Errorf("%w: acknowledgement batch [%d, %d]", kerr.InvalidRequest, a.first, a.last)
+		case i > 0 && a.first <= prevLast:
+			return fmt.Errorf("%w: acknowledgement batch [%d, %d] overlaps or precedes the batch ending at %d", kerr.InvalidRequest, a.first, a.last, prevLast)
+		case len(a.types) == 0 || (len(a.types) != 1 && int64(len(a.types)) != a.last-a.first+1):
+			return fmt.Errorf("%w: acknowledgement batch [%d, %d] with %d types", kerr.InvalidRequest, a.first, a.last, len(a.types))
+		}
+		for _, t := range a.types {
+			if t < ackGap || t > ackRenew || (t == ackRenew && !renew) {
+				return fmt.Errorf("%w: acknowledge type %d", kerr.InvalidRequest, t)
+			}
+		}
+		prevLast = a.last
+	}
+	return nil
+}
+
 // acknowledge applies one acknowledgement batch of member: offsets
 // [first, last] with one type for all (len(types) == 1) or one per offset.
-// Every offset must be Acquired by member, else nothing changes and the
-// answer is INVALID_RECORD_STATE; a malformed batch or a type outside 0-4
-// (RENEW only when renew is allowed) is INVALID_REQUEST. It reports
-// whether records became Available (long polls to wake).
+// See acknowledgeAll.
 func (sp *sharePartition) acknowledge(member string, first, last int64, types []int8, renew bool, nowMs int64) (bool, error) {
-	if first > last || len(types) == 0 || (len(types) != 1 && int64(len(types)) != last-first+1) {
-		return false, fmt.Errorf("%w: acknowledgement batch [%d, %d] with %d types", kerr.InvalidRequest, first, last, len(types))
+	return sp.acknowledgeAll(member, []shareAck{{first, last, types}}, renew, nowMs)
+}
+
+// acknowledgeAll applies a partition's acknowledgement batches of member,
+// all or nothing: a malformed list (validateShareAcks) is INVALID_REQUEST;
+// then every offset of every batch must be in flight and Acquired by
+// member, else the answer is INVALID_RECORD_STATE; only when all pass are
+// they applied. Nothing changes on an error. It reports whether records
+// became Available (long polls to wake).
+func (sp *sharePartition) acknowledgeAll(member string, acks []shareAck, renew bool, nowMs int64) (bool, error) {
+	if err := validateShareAcks(acks, renew); err != nil {
+		return false, err
 	}
-	typeAt := func(o int64) int8 {
-		if len(types) == 1 {
-			return types[0]
+	for _, a := range acks {
+		if a.first < sp.startOffset || a.last >= sp.endOffset() {
+			return false, errInvalidRecordState("batch [%d, %d] is outside the in-flight records [%d, %d)", a.first, a.last, sp.startOffset, sp.endOffset())
 		}
-		return types[o-first]
-	}
-	for o := first; o <= last; o++ {
-		t := typeAt(o)
-		if t < ackGap || t > ackRenew || (t == ackRenew && !renew) {
-			return false, fmt.Errorf("%w: acknowledge type %d", kerr.InvalidRequest, t)
-		}
-		rec := sp.rec(o)
-		switch {
-		case rec == nil:
-			return false, errInvalidRecordState("offset %d is outside the in-flight records [%d, %d)", o, sp.startOffset, sp.endOffset())
-		case rec.state != recAcquired:
-			return false, errInvalidRecordState("offset %d is %s, not Acquired", o, rec.state)
-		case rec.member != member:
-			return false, errInvalidRecordState("offset %d is acquired by another member", o)
+		for o := a.first; o <= a.last; o++ {
+			rec := sp.rec(o)
+			switch {
+			case rec.state != recAcquired:
+				return false, errInvalidRecordState("offset %d is %s, not Acquired", o, rec.state)
+			case rec.member != member:
+				return false, errInvalidRecordState("offset %d is acquired by another member", o)
+			}
 		}
 	}
 	woke := false
-	for o := first; o <= last; o++ {
-		rec := sp.rec(o)
-		switch typeAt(o) {
-		case ackAccept:
-			sp.settle(rec, recAcknowledged)
-		case ackGap, ackReject:
-			sp.settle(rec, recArchived)
-		case ackRelease:
-			if sp.release(rec) {
-				woke = true
+	for _, a := range acks {
+		for o := a.first; o <= a.last; o++ {
+			rec := sp.rec(o)
+			t := a.types[0]
+			if len(a.types) > 1 {
+				t = a.types[o-a.first]
 			}
-		case ackRenew:
-			rec.lockUntil = nowMs + sp.cfg.lockMs
+			switch t {
+			case ackAccept:
+				sp.settle(rec, recAcknowledged)
+			case ackGap, ackReject:
+				sp.settle(rec, recArchived)
+			case ackRelease:
+				if sp.release(rec) {
+					woke = true
+				}
+			case ackRenew:
+				rec.lockUntil = nowMs + sp.cfg.lockMs
+			}
 		}
 	}
 	sp.advance()

@@ -487,17 +487,16 @@ func (p *sharePass) onShard(st *shardState, items []*shareItem, acks bool) {
 		if !acks || !it.hadAcks {
 			continue
 		}
+		if it.ackErr != nil {
+			continue // refused by validateShareAcks: nothing to apply
+		}
 		if sp == nil {
 			it.ackErr = errInvalidRecordState("no records of the partition are acquired")
 			continue
 		}
-		woke := false
-		for _, a := range it.acks {
-			w, err := sp.acknowledge(p.member, a.first, a.last, a.types, p.renew, now)
-			woke = woke || w
-			if err != nil && it.ackErr == nil {
-				it.ackErr = err
-			}
+		woke, err := sp.acknowledgeAll(p.member, it.acks, p.renew, now)
+		if err != nil {
+			it.ackErr = err
 		}
 		if woke {
 			wakeShareWaiters(sp)
