@@ -322,5 +322,9 @@ func (op *offsetsPartition) persist(recs []kmsg.Record, done func(error)) {
 	})
 }
 
+func (op *offsetsPartition) post(fn func()) { op.gc.post(op.st, fn) }
+
+func (op *offsetsPartition) warn(msg string, args ...any) { op.gc.b.log.Warn(msg, args...) }
+
 // groupsReady answers the handlers' common first check.
 func (b *Broker) groupsReady() bool { return b.groups != nil }

@@ -51,6 +51,11 @@ type groupEnv interface {
 	afterFunc(d time.Duration, fn func()) groupTimer
 	newMemberID(clientID string) string
 	persist(recs []kmsg.Record, done func(error))
+	// post runs fn on the shard after the work already queued there (a
+	// group's coalesced target-assignment recomputation).
+	post(fn func())
+	// warn logs one line at Warn.
+	warn(msg string, args ...any)
 }
 
 // groupConfig holds the broker's group settings.
