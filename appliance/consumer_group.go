@@ -976,11 +976,20 @@ func (m *groupManager) consumerLeave(g *group, a cgHeartbeatArgs, done func(cgHe
 // only while the group has no members; otherwise a known member
 // (UNKNOWN_MEMBER_ID) at its current member epoch (STALE_MEMBER_EPOCH).
 func (g *group) cgCheckMember(memberID string, epoch int32) *kerr.Error {
-	err, _ := g.cgCheckCommit(memberID, epoch, nil)
-	if err == nil && memberID != "" && g.cg.members[memberID].epoch != epoch {
+	if epoch < 0 && memberID == "" {
+		if len(g.cg.members) == 0 {
+			return nil
+		}
+		return kerr.UnknownMemberID
+	}
+	mem := g.cg.members[memberID]
+	switch {
+	case mem == nil:
+		return kerr.UnknownMemberID
+	case mem.epoch != epoch:
 		return kerr.StaleMemberEpoch
 	}
-	return err
+	return nil
 }
 
 // cgCheckCommit validates an OffsetCommit or TxnOffsetCommit by a consumer
@@ -988,7 +997,9 @@ func (g *group) cgCheckMember(memberID string, epoch int32) *kerr.Error {
 // empty member id (an admin or standalone client, or a producer outside the
 // group) is allowed only while the group has no members (UNKNOWN_MEMBER_ID
 // otherwise); an unknown member answers UNKNOWN_MEMBER_ID and an epoch above
-// the member's STALE_MEMBER_EPOCH. An older epoch is checked per partition
+// the member's FENCED_MEMBER_EPOCH (as Kafka's ConsumerGroup
+// validateOffsetCommit: the member claims an epoch it was never given). An
+// older epoch is checked per partition
 // (KIP-1251): the partition must still be the member's (assigned or being
 // revoked) and have been given to it at that epoch or before, else
 // STALE_MEMBER_EPOCH; perPartition is nil when every partition passes. im
@@ -1006,7 +1017,7 @@ func (g *group) cgCheckCommit(memberID string, epoch int32, im *Image) (err *ker
 	case mem == nil:
 		return kerr.UnknownMemberID, nil
 	case epoch > mem.epoch:
-		return kerr.StaleMemberEpoch, nil
+		return kerr.FencedMemberEpoch, nil
 	case epoch == mem.epoch:
 		return nil, nil
 	}

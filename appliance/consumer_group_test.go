@@ -174,8 +174,8 @@ func TestConsumerGroupJoinRevokeThenAssign(t *testing.T) {
 		if err := commit("B", 1, tp); err != kerr.StaleMemberEpoch {
 			t.Fatalf("B's commit with an epoch before it got the partition: %v", err)
 		}
-		if err := commit("B", 3, tp); err != kerr.StaleMemberEpoch {
-			t.Fatalf("B's commit with a future epoch: %v", err)
+		if err := commit("B", 3, tp); err != kerr.FencedMemberEpoch {
+			t.Fatalf("B's commit with a future epoch: %v, want FENCED_MEMBER_EPOCH", err)
 		}
 	}
 	// B leaves: A gets everything at epoch 3.
@@ -237,6 +237,22 @@ func TestConsumerGroupCommitChecks(t *testing.T) {
 	}
 	if err := commit("A", a.epoch-1); err != kerr.StaleMemberEpoch {
 		t.Fatalf("stale commit: %v", err)
+	}
+	// An epoch above the member's was never given to it: fenced, for
+	// OffsetCommit and TxnOffsetCommit alike (Kafka's validateOffsetCommit).
+	if err := commit("A", a.epoch+1); err != kerr.FencedMemberEpoch {
+		t.Fatalf("commit with a future member epoch: %v, want FENCED_MEMBER_EPOCH", err)
+	}
+	var txnErr []*kerr.Error
+	h.m.txnCommitOffsets(txnOffsetArgs{group: "g", memberID: "A", generation: a.epoch + 1, pid: 1,
+		items: []offsetCommitItem{{topic: "t", partition: 0, offset: 8, leaderEpoch: -1}}}, func(e []*kerr.Error) { txnErr = e })
+	if len(txnErr) != 1 || txnErr[0] != kerr.FencedMemberEpoch {
+		t.Fatalf("txn commit with a future member epoch: %v, want FENCED_MEMBER_EPOCH", txnErr)
+	}
+	h.m.txnCommitOffsets(txnOffsetArgs{group: "g", memberID: "A", generation: a.epoch - 1, pid: 1,
+		items: []offsetCommitItem{{topic: "t", partition: 0, offset: 8, leaderEpoch: -1}}}, func(e []*kerr.Error) { txnErr = e })
+	if len(txnErr) != 1 || txnErr[0] != kerr.StaleMemberEpoch {
+		t.Fatalf("txn commit with an older member epoch: %v, want STALE_MEMBER_EPOCH", txnErr)
 	}
 	if err := commit("Z", a.epoch); err != kerr.UnknownMemberID {
 		t.Fatalf("unknown member commit: %v", err)
