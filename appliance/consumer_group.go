@@ -49,6 +49,7 @@ package appliance
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"regexp"
 	"slices"
 	"sort"
@@ -195,7 +196,7 @@ type consumerGroup struct {
 	// member. waiters are the heartbeats answered after it.
 	dirty       bool
 	flushPosted bool
-	waiters     []func() func(error)
+	waiters     []func() func(fail *cgHeartbeatResult)
 }
 
 // cgTopic is a subscribed topic as the assignment saw it.
@@ -351,6 +352,10 @@ func (m *groupManager) consumerHeartbeat(a cgHeartbeatArgs, done func(cgHeartbea
 		// may arrive after a newer one: never go back.
 		m.image = a.image
 	}
+	if m.groupIDTooLong("ConsumerGroupHeartbeat", a.group) {
+		done(cgError(kerr.UnknownServerError, fmt.Sprintf("the group id (%d bytes) is longer than the %d bytes a __consumer_offsets record can hold", len(a.group), maxGroupIDBytes)))
+		return
+	}
 	if m.isShareGroup(a.group) {
 		done(cgError(kerr.GroupIDNotFound, "group "+a.group+" is a share group"))
 		return
@@ -430,15 +435,15 @@ func (m *groupManager) consumerHeartbeat(a cgHeartbeatArgs, done func(cgHeartbea
 	if changed {
 		// Answered once the coalesced recomputation has run and its
 		// epoch is durable.
-		m.cgSchedule(g, func() func(error) {
+		m.cgSchedule(g, func() func(*cgHeartbeatResult) {
 			if g.cg != cg || cg.members[mem.id] != mem {
 				done(cgError(kerr.UnknownMemberID, "the member left the group"))
 				return nil
 			}
 			res := answer()
-			return func(err error) {
-				if err != nil {
-					done(m.cgPersistError(g, err))
+			return func(fail *cgHeartbeatResult) {
+				if fail != nil {
+					done(*fail)
 					return
 				}
 				done(res)
@@ -464,8 +469,8 @@ func (m *groupManager) consumerHeartbeat(a cgHeartbeatArgs, done func(cgHeartbea
 // cgSchedule marks g's target assignment out of date and makes sure one
 // recomputation (cgFlush) is posted to the shard; waiter, if not nil, runs
 // after it (see consumerGroup.waiters) and returns what to call once the
-// new epoch is persisted.
-func (m *groupManager) cgSchedule(g *group, waiter func() func(error)) {
+// new epoch is persisted (with the error answer if that failed).
+func (m *groupManager) cgSchedule(g *group, waiter func() func(*cgHeartbeatResult)) {
 	cg := g.cg
 	cg.dirty = true
 	if waiter != nil {
@@ -491,7 +496,7 @@ func (m *groupManager) cgFlush(g *group, cg *consumerGroup) {
 		cg.dirty = false
 		bumped = m.cgRefresh(g, true)
 	}
-	var finish []func(error)
+	var finish []func(*cgHeartbeatResult)
 	for _, w := range waiters {
 		if f := w(); f != nil {
 			finish = append(finish, f)
@@ -504,11 +509,13 @@ func (m *groupManager) cgFlush(g *group, cg *consumerGroup) {
 		return
 	}
 	m.env.persist([]kmsg.Record{consumerGroupRecord(g.id, cg.epoch)}, func(err error) {
-		if err != nil && len(finish) == 0 {
-			m.cgPersistError(g, err)
+		var fail *cgHeartbeatResult
+		if err != nil {
+			r := m.cgPersistError(g, err) // logs once for the whole batch
+			fail = &r
 		}
 		for _, f := range finish {
-			f(err)
+			f(fail)
 		}
 	})
 }
@@ -960,10 +967,10 @@ func (m *groupManager) consumerLeave(g *group, a cgHeartbeatArgs, done func(cgHe
 		return
 	}
 	m.cgDrop(g, mem)
-	m.cgSchedule(g, func() func(error) {
-		return func(err error) {
-			if err != nil {
-				done(m.cgPersistError(g, err))
+	m.cgSchedule(g, func() func(*cgHeartbeatResult) {
+		return func(fail *cgHeartbeatResult) {
+			if fail != nil {
+				done(*fail)
 				return
 			}
 			done(res)

@@ -62,6 +62,8 @@ type fakeGroupEnv struct {
 	queue    bool
 	posted   []func()
 	warnings []string
+	// persistErr, when set, fails every persist.
+	persistErr error
 }
 
 func (e *fakeGroupEnv) post(fn func()) {
@@ -100,6 +102,10 @@ func (e *fakeGroupEnv) newMemberID(clientID string) string {
 }
 
 func (e *fakeGroupEnv) persist(recs []kmsg.Record, done func(error)) {
+	if e.persistErr != nil {
+		done(e.persistErr)
+		return
+	}
 	e.records = append(e.records, recs...)
 	done(nil)
 }
