@@ -155,6 +155,7 @@ type cgMember struct {
 	assignor         string // ServerAssignor, "" for the group's default
 
 	assigned partSet         // the partitions the member may own now
+	target   partSet         // the member's part of the group's target assignment
 	revoking partSet         // the partitions it must give up before advancing
 	topics   map[string]bool // resolved subscription
 	// resolvedAt is the image offset topics was resolved against; valid
@@ -178,8 +179,7 @@ type consumerGroup struct {
 	assignmentEpoch int32 // epoch of target
 	assignor        string
 	members         map[string]*cgMember
-	static          map[string]string // instance id -> member id
-	target          map[string]partSet
+	static          map[string]string  // instance id -> member id
 	imageOffset     int64              // metadata image the subscriptions were last resolved against
 	resolved        map[string]cgTopic // the subscribed topics as last resolved
 	// owners maps every partition some member owns or is revoking to that
@@ -207,7 +207,7 @@ type cgTopic struct {
 
 func newConsumerGroup(epoch int32) *consumerGroup {
 	return &consumerGroup{epoch: epoch, assignmentEpoch: epoch, members: map[string]*cgMember{},
-		static: map[string]string{}, target: map[string]partSet{}, imageOffset: -2, owners: map[tpID]string{}}
+		static: map[string]string{}, imageOffset: -2, owners: map[tpID]string{}}
 }
 
 // sortedMembers lists the members by id; the slice is the group's own, not
@@ -592,7 +592,7 @@ func (m *groupManager) cgJoin(g *group, a cgHeartbeatArgs) (*cgMember, bool, *ke
 			// The new incarnation takes the old one's assignment at member
 			// epoch 0; reconciling moves it to the assignment epoch.
 			mem = &cgMember{seq: m.seq, id: id, instanceID: old.instanceID, state: old.state, assigned: old.assigned, revoking: old.revoking, since: old.since, names: old.names, regex: old.regex,
-				re: old.re, assignor: old.assignor, topics: old.topics, rebalanceTimeout: old.rebalanceTimeout, sendAssignment: true}
+				re: old.re, assignor: old.assignor, topics: old.topics, rebalanceTimeout: old.rebalanceTimeout, sendAssignment: true, target: old.target}
 			cg.members[id] = mem
 			cg.static[mem.instanceID] = id
 			for tp := range mem.assigned {
@@ -600,10 +600,6 @@ func (m *groupManager) cgJoin(g *group, a cgHeartbeatArgs) (*cgMember, bool, *ke
 			}
 			for tp := range mem.revoking {
 				cg.owners[tp] = id
-			}
-			if t, ok := cg.target[oldID]; ok {
-				cg.target[id] = t
-				delete(cg.target, oldID)
 			}
 			return mem, false, nil, ""
 		}
@@ -758,11 +754,14 @@ func (m *groupManager) cgAssignor(cg *consumerGroup) string {
 func (m *groupManager) cgBump(g *group) {
 	cg := g.cg
 	cg.epoch++
-	var subs []cgSubscriber
-	for _, mem := range cg.sortedMembers() {
-		subs = append(subs, cgSubscriber{id: mem.id, instanceID: mem.instanceID, topics: mem.topics})
+	members := cg.sortedMembers()
+	subs := make([]cgSubscriber, len(members))
+	for i, mem := range members {
+		subs[i] = cgSubscriber{id: mem.id, instanceID: mem.instanceID, topics: mem.topics, prev: mem.target}
 	}
-	cg.target = computeAssignment(cg.assignor, subs, cg.resolved, cg.target)
+	for i, t := range assignSubscribers(cg.assignor, subs, cg.resolved) {
+		members[i].target = t
+	}
 	cg.assignmentEpoch = cg.epoch
 	m.cgSyncState(g)
 }
@@ -794,7 +793,7 @@ func cgDisown(cg *consumerGroup, mem *cgMember, ps partSet) {
 // say.
 func (m *groupManager) cgReconcile(g *group, mem *cgMember, owned partSet) {
 	cg := g.cg
-	target := cg.target[mem.id]
+	target := mem.target
 	switch mem.state {
 	case cgUnrevokedPartitions:
 		if owned == nil {
@@ -918,7 +917,6 @@ func (m *groupManager) cgDrop(g *group, mem *cgMember) {
 	m.cgStopTimers(mem)
 	delete(cg.members, mem.id)
 	cg.orderDrop(mem)
-	delete(cg.target, mem.id)
 	cgDisown(cg, mem, mem.assigned)
 	cgDisown(cg, mem, mem.revoking)
 	if mem.instanceID != "" && cg.static[mem.instanceID] == mem.id {
@@ -1073,7 +1071,7 @@ func (m *groupManager) describeConsumer(groupID string) cgSummary {
 	for _, mem := range cg.sortedMembers() {
 		ms := cgMemberSummary{id: mem.id, instanceID: mem.instanceID, rackID: mem.rackID, clientID: mem.clientID,
 			clientHost: mem.clientHost, epoch: mem.epoch, names: mem.names, regex: mem.regex,
-			assigned: mem.assigned.clone(), target: cg.target[mem.id].clone()}
+			assigned: mem.assigned.clone(), target: mem.target.clone()}
 		if mem.left {
 			ms.epoch = cgStaticLeaveEpoch
 		}

@@ -12,7 +12,8 @@ import (
 // TestConsumerGroupScale joins many members (long member ids) to one
 // group, lets every one of them heartbeat once, then lets all their
 // sessions expire together, and reports how long each phase took on the
-// group's shard. CG_SCALE_MEMBERS sets the member count (default 1000).
+// group's shard. CG_SCALE_MEMBERS sets the member count (default 1000), CG_SCALE_ID_BYTES
+// the member id length (default 1000).
 // "one at a time" answers every join before the next arrives (each pays for
 // its own assignment); "bursts" queues 100 joins on the shard before it runs
 // them, as concurrent clients do, and they share one. Expiries fire
@@ -30,7 +31,11 @@ func TestConsumerGroupScale(t *testing.T) {
 func cgScale(t *testing.T, n, burst int) {
 	h := newCGHarness(t, map[string]int{"t": 64})
 	h.env.queue = true
-	pad := strings.Repeat("x", 1000)
+	idBytes := 1000
+	if v, err := strconv.Atoi(os.Getenv("CG_SCALE_ID_BYTES")); err == nil && v > 0 {
+		idBytes = v
+	}
+	pad := strings.Repeat("x", idBytes)
 	ids := make([]string, n)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("m%06d-%s", i, pad)
