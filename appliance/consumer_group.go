@@ -32,6 +32,15 @@ package appliance
 // acknowledged a revocation within its rebalance timeout is removed (fenced).
 // Either bumps the group epoch.
 //
+// Coalescing: a join, a leave, an expiry or a subscription change only marks
+// the target assignment out of date (cgSchedule); one cgFlush, posted to the
+// shard behind the work already queued there, bumps the group epoch once,
+// computes the target once, answers the heartbeats that waited for it and
+// persists one epoch record. A burst of thousands of joins or of expiries
+// that fire together costs one assignment, so a large group does not hold
+// up the other groups of its shard. Partition owners (cg.owners) and the
+// member order are kept incrementally for the same reason.
+//
 // Persistence: the group's existence and its group epoch are written to
 // __consumer_offsets in Kafka's own schemas: ConsumerGroupMetadataKey
 // (record type 3 in the key's version field, then the group id as an int16
