@@ -32,6 +32,15 @@ package appliance
 // acknowledged a revocation within its rebalance timeout is removed (fenced).
 // Either bumps the group epoch.
 //
+// Coalescing: a join, a leave, an expiry or a subscription change only marks
+// the target assignment out of date (cgSchedule); one cgFlush, posted to the
+// shard behind the work already queued there, bumps the group epoch once,
+// computes the target once, answers the heartbeats that waited for it and
+// persists one epoch record. A burst of thousands of joins or of expiries
+// that fire together costs one assignment, so a large group does not hold
+// up the other groups of its shard. Partition owners (cg.owners) and the
+// member order are kept incrementally for the same reason.
+//
 // Persistence: the group's existence and its group epoch are written to
 // __consumer_offsets in Kafka's own schemas: ConsumerGroupMetadataKey
 // (record type 3 in the key's version field, then the group id as an int16
@@ -49,6 +58,7 @@ package appliance
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"regexp"
 	"slices"
 	"sort"
@@ -154,8 +164,13 @@ type cgMember struct {
 	assignor         string // ServerAssignor, "" for the group's default
 
 	assigned partSet         // the partitions the member may own now
+	target   partSet         // the member's part of the group's target assignment
 	revoking partSet         // the partitions it must give up before advancing
 	topics   map[string]bool // resolved subscription
+	// resolvedAt is the image offset topics was resolved against; valid
+	// is false once the subscription changed.
+	resolvedAt    int64
+	resolvedValid bool
 	// since is the member epoch at which each partition of assigned and
 	// revoking was given to the member (KIP-1251's assignment epoch).
 	since map[tpID]int32
@@ -173,10 +188,24 @@ type consumerGroup struct {
 	assignmentEpoch int32 // epoch of target
 	assignor        string
 	members         map[string]*cgMember
-	static          map[string]string // instance id -> member id
-	target          map[string]partSet
+	static          map[string]string  // instance id -> member id
 	imageOffset     int64              // metadata image the subscriptions were last resolved against
 	resolved        map[string]cgTopic // the subscribed topics as last resolved
+	// owners maps every partition some member owns or is revoking to that
+	// member, kept up to date as members reconcile, join and go.
+	owners map[tpID]string
+	// order is the members sorted by id while orderOK.
+	order   []*cgMember
+	orderOK bool
+	// dirty: the membership or a subscription changed since the target
+	// assignment was last computed. The epoch bump, the recomputation and
+	// the persisting of the epoch run once, from one post to the shard
+	// (flushPosted), for every change made before it runs: a burst of
+	// joins, leaves or session expiries costs one assignment, not one per
+	// member. waiters are the heartbeats answered after it.
+	dirty       bool
+	flushPosted bool
+	waiters     []func() func(fail *cgHeartbeatResult)
 }
 
 // cgTopic is a subscribed topic as the assignment saw it.
@@ -187,16 +216,44 @@ type cgTopic struct {
 
 func newConsumerGroup(epoch int32) *consumerGroup {
 	return &consumerGroup{epoch: epoch, assignmentEpoch: epoch, members: map[string]*cgMember{},
-		static: map[string]string{}, target: map[string]partSet{}, imageOffset: -2}
+		static: map[string]string{}, imageOffset: -2, owners: map[tpID]string{}}
 }
 
+// sortedMembers lists the members by id; the slice is the group's own, not
+// to be changed.
 func (cg *consumerGroup) sortedMembers() []*cgMember {
+	if cg.orderOK && len(cg.order) == len(cg.members) {
+		return cg.order
+	}
 	out := make([]*cgMember, 0, len(cg.members))
 	for _, m := range cg.members {
 		out = append(out, m)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	cg.order, cg.orderOK = out, true
 	return out
+}
+
+// orderAdd and orderDrop keep cg.order sorted as members come and go, so a
+// join or a leave does not sort the whole group again.
+func (cg *consumerGroup) orderAdd(mem *cgMember) {
+	if !cg.orderOK {
+		return
+	}
+	i := sort.Search(len(cg.order), func(i int) bool { return cg.order[i].id >= mem.id })
+	cg.order = slices.Insert(cg.order, i, mem)
+}
+
+func (cg *consumerGroup) orderDrop(mem *cgMember) {
+	if !cg.orderOK {
+		return
+	}
+	i := sort.Search(len(cg.order), func(i int) bool { return cg.order[i].id >= mem.id })
+	if i < len(cg.order) && cg.order[i] == mem {
+		cg.order = slices.Delete(cg.order, i, i+1)
+		return
+	}
+	cg.order, cg.orderOK = nil, false
 }
 
 // stateName is the group state as ListGroups and ConsumerGroupDescribe name
@@ -206,7 +263,7 @@ func (cg *consumerGroup) stateName() string {
 	switch {
 	case len(cg.members) == 0:
 		return "Empty"
-	case cg.assignmentEpoch < cg.epoch:
+	case cg.assignmentEpoch < cg.epoch || cg.dirty:
 		return "Assigning"
 	}
 	for _, m := range cg.members {
@@ -304,6 +361,10 @@ func (m *groupManager) consumerHeartbeat(a cgHeartbeatArgs, done func(cgHeartbea
 		// may arrive after a newer one: never go back.
 		m.image = a.image
 	}
+	if m.groupIDTooLong("ConsumerGroupHeartbeat", a.group) {
+		done(cgError(kerr.UnknownServerError, fmt.Sprintf("the group id (%d bytes) is longer than the %d bytes a __consumer_offsets record can hold", len(a.group), maxGroupIDBytes)))
+		return
+	}
 	if m.isShareGroup(a.group) {
 		done(cgError(kerr.GroupIDNotFound, "group "+a.group+" is a share group"))
 		return
@@ -371,24 +432,120 @@ func (m *groupManager) consumerHeartbeat(a cgHeartbeatArgs, done func(cgHeartbea
 		changed = true
 	}
 	m.cgSession(g, mem)
-	bumped := m.cgRefresh(g, changed)
-	m.cgReconcile(g, mem, a.owned)
-	res := cgHeartbeatResult{memberID: mem.id, epoch: mem.epoch}
-	if a.epoch == cgJoinEpoch || a.full() || mem.sendAssignment {
-		res.assignment = mem.assigned.clone()
-		mem.sendAssignment = false
+	answer := func() cgHeartbeatResult {
+		m.cgReconcile(g, mem, a.owned)
+		res := cgHeartbeatResult{memberID: mem.id, epoch: mem.epoch}
+		if a.epoch == cgJoinEpoch || a.full() || mem.sendAssignment {
+			res.assignment = mem.assigned.clone()
+			mem.sendAssignment = false
+		}
+		return res
 	}
+	if changed {
+		// Answered once the coalesced recomputation has run and its
+		// epoch is durable.
+		m.cgSchedule(g, func() func(*cgHeartbeatResult) {
+			if g.cg != cg || cg.members[mem.id] != mem {
+				done(cgError(kerr.UnknownMemberID, "the member left the group"))
+				return nil
+			}
+			res := answer()
+			return func(fail *cgHeartbeatResult) {
+				if fail != nil {
+					done(*fail)
+					return
+				}
+				done(res)
+			}
+		})
+		return
+	}
+	bumped := m.cgRefresh(g, false)
+	res := answer()
 	if !bumped {
 		done(res)
 		return
 	}
 	m.env.persist([]kmsg.Record{consumerGroupRecord(g.id, cg.epoch)}, func(err error) {
 		if err != nil {
-			done(cgError(kerr.NotCoordinator, "cannot persist the group epoch"))
+			done(m.cgPersistError(g, err))
 			return
 		}
 		done(res)
 	})
+}
+
+// cgSchedule marks g's target assignment out of date and makes sure one
+// recomputation (cgFlush) is posted to the shard; waiter, if not nil, runs
+// after it (see consumerGroup.waiters) and returns what to call once the
+// new epoch is persisted (with the error answer if that failed).
+func (m *groupManager) cgSchedule(g *group, waiter func() func(*cgHeartbeatResult)) {
+	cg := g.cg
+	cg.dirty = true
+	if waiter != nil {
+		cg.waiters = append(cg.waiters, waiter)
+	}
+	if cg.flushPosted {
+		return
+	}
+	cg.flushPosted = true
+	m.env.post(func() { m.cgFlush(g, cg) })
+}
+
+// cgFlush bumps the group epoch once for every change cgSchedule recorded,
+// computes the target assignment, reconciles and answers the waiting
+// heartbeats, and persists the epoch.
+func (m *groupManager) cgFlush(g *group, cg *consumerGroup) {
+	cg.flushPosted = false
+	waiters := cg.waiters
+	cg.waiters = nil
+	live := g.cg == cg && m.groups[g.id] == g
+	bumped := false
+	if live && cg.dirty {
+		cg.dirty = false
+		bumped = m.cgRefresh(g, true)
+	}
+	var finish []func(*cgHeartbeatResult)
+	for _, w := range waiters {
+		if f := w(); f != nil {
+			finish = append(finish, f)
+		}
+	}
+	if !bumped {
+		for _, f := range finish {
+			f(nil)
+		}
+		return
+	}
+	m.env.persist([]kmsg.Record{consumerGroupRecord(g.id, cg.epoch)}, func(err error) {
+		var fail *cgHeartbeatResult
+		if err != nil {
+			r := m.cgPersistError(g, err) // logs once for the whole batch
+			fail = &r
+		}
+		for _, f := range finish {
+			f(fail)
+		}
+	})
+}
+
+// cgPersistError is the answer to a heartbeat whose group epoch could not
+// be written. A record the offsets topic refuses (too large: a group id of
+// megabytes) will never be written, so that is UNKNOWN_SERVER_ERROR, as
+// Kafka's coordinator maps it, and not retriable; it is logged once per
+// failed write.
+func (m *groupManager) cgPersistError(g *group, err error) cgHeartbeatResult {
+	if recordRefused(err) {
+		m.env.warn("cannot persist a consumer group epoch: the offsets topic refuses the record", "groupIdBytes", len(g.id), "err", err)
+		return cgError(kerr.UnknownServerError, "the group's metadata record cannot be written to __consumer_offsets: "+err.Error())
+	}
+	return cgError(kerr.NotCoordinator, "cannot persist the group epoch")
+}
+
+// recordRefused reports a persist error that retrying cannot fix.
+func recordRefused(err error) bool {
+	return errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) ||
+		errors.Is(err, kerr.InvalidRecord) || errors.Is(err, kerr.CorruptMessage)
 }
 
 // cgEpochValid applies KIP-848's member epoch check: the member's epoch,
@@ -439,16 +596,19 @@ func (m *groupManager) cgJoin(g *group, a cgHeartbeatArgs) (*cgMember, bool, *ke
 			}
 			m.cgStopTimers(old)
 			delete(cg.members, oldID)
+			cg.order, cg.orderOK = nil, false
 			m.seq++
 			// The new incarnation takes the old one's assignment at member
 			// epoch 0; reconciling moves it to the assignment epoch.
 			mem = &cgMember{seq: m.seq, id: id, instanceID: old.instanceID, state: old.state, assigned: old.assigned, revoking: old.revoking, since: old.since, names: old.names, regex: old.regex,
-				re: old.re, assignor: old.assignor, topics: old.topics, rebalanceTimeout: old.rebalanceTimeout, sendAssignment: true}
+				re: old.re, assignor: old.assignor, topics: old.topics, rebalanceTimeout: old.rebalanceTimeout, sendAssignment: true, target: old.target}
 			cg.members[id] = mem
 			cg.static[mem.instanceID] = id
-			if t, ok := cg.target[oldID]; ok {
-				cg.target[id] = t
-				delete(cg.target, oldID)
+			for tp := range mem.assigned {
+				cg.owners[tp] = id
+			}
+			for tp := range mem.revoking {
+				cg.owners[tp] = id
 			}
 			return mem, false, nil, ""
 		}
@@ -471,6 +631,7 @@ func (m *groupManager) cgJoin(g *group, a cgHeartbeatArgs) (*cgMember, bool, *ke
 		cg.static[mem.instanceID] = id
 	}
 	cg.members[id] = mem
+	cg.orderAdd(mem)
 	m.cgSyncState(g)
 	return mem, true, nil, ""
 }
@@ -492,11 +653,13 @@ func (m *groupManager) cgUpdateMember(mem *cgMember, a cgHeartbeatArgs) bool {
 		names = slices.Compact(names)
 		if !slices.Equal(names, mem.names) {
 			mem.names = names
+			mem.resolvedValid = false
 			changed = true
 		}
 	}
 	if a.regex != nil && *a.regex != mem.regex {
 		mem.regex, mem.re = *a.regex, a.re
+		mem.resolvedValid = false
 		changed = true
 	}
 	if a.assignor != nil && *a.assignor != mem.assignor {
@@ -547,7 +710,10 @@ func (m *groupManager) cgRefresh(g *group, force bool) bool {
 	cg.imageOffset = off
 	resolved := map[string]cgTopic{}
 	for _, mem := range cg.members {
-		mem.topics = cgResolve(mem, im)
+		if !mem.resolvedValid || mem.resolvedAt != off {
+			mem.topics = cgResolve(mem, im)
+			mem.resolvedAt, mem.resolvedValid = off, true
+		}
 		for n := range mem.topics {
 			t := im.Topics[n]
 			resolved[n] = cgTopic{id: t.ID, partitions: int32(len(t.Partitions))}
@@ -597,11 +763,14 @@ func (m *groupManager) cgAssignor(cg *consumerGroup) string {
 func (m *groupManager) cgBump(g *group) {
 	cg := g.cg
 	cg.epoch++
-	var subs []cgSubscriber
-	for _, mem := range cg.sortedMembers() {
-		subs = append(subs, cgSubscriber{id: mem.id, instanceID: mem.instanceID, topics: mem.topics})
+	members := cg.sortedMembers()
+	subs := make([]cgSubscriber, len(members))
+	for i, mem := range members {
+		subs[i] = cgSubscriber{id: mem.id, instanceID: mem.instanceID, topics: mem.topics, prev: mem.target}
 	}
-	cg.target = computeAssignment(cg.assignor, subs, cg.resolved, cg.target)
+	for i, t := range assignSubscribers(cg.assignor, subs, cg.resolved) {
+		members[i].target = t
+	}
 	cg.assignmentEpoch = cg.epoch
 	m.cgSyncState(g)
 }
@@ -619,18 +788,13 @@ func (m *groupManager) cgSyncState(g *group) {
 	}
 }
 
-// cgOwners maps every partition some member owns or is revoking to that member.
-func cgOwners(cg *consumerGroup) map[tpID]string {
-	out := map[tpID]string{}
-	for _, mem := range cg.members {
-		for tp := range mem.assigned {
-			out[tp] = mem.id
-		}
-		for tp := range mem.revoking {
-			out[tp] = mem.id
+// cgDisown drops mem as the owner of ps in cg.owners.
+func cgDisown(cg *consumerGroup, mem *cgMember, ps partSet) {
+	for tp := range ps {
+		if cg.owners[tp] == mem.id {
+			delete(cg.owners, tp)
 		}
 	}
-	return out
 }
 
 // cgReconcile moves mem toward its target assignment (see the file
@@ -638,7 +802,7 @@ func cgOwners(cg *consumerGroup) map[tpID]string {
 // say.
 func (m *groupManager) cgReconcile(g *group, mem *cgMember, owned partSet) {
 	cg := g.cg
-	target := cg.target[mem.id]
+	target := mem.target
 	switch mem.state {
 	case cgUnrevokedPartitions:
 		if owned == nil {
@@ -652,6 +816,7 @@ func (m *groupManager) cgReconcile(g *group, mem *cgMember, owned partSet) {
 		for tp := range mem.revoking {
 			delete(mem.since, tp)
 		}
+		cgDisown(cg, mem, mem.revoking)
 		mem.revoking = nil
 		mem.state = cgStable
 		if mem.rebalanceTimer != nil {
@@ -702,16 +867,16 @@ func (m *groupManager) cgReconcile(g *group, mem *cgMember, owned partSet) {
 // cgAddReleased gives mem the partitions of its target that no other member
 // owns any more; the member is stable once it has its whole target.
 func (m *groupManager) cgAddReleased(cg *consumerGroup, mem *cgMember, target partSet) {
-	owners := cgOwners(cg)
 	missing := false
 	for tp := range target {
 		if mem.assigned[tp] {
 			continue
 		}
-		if o, ok := owners[tp]; ok && o != mem.id {
+		if o, ok := cg.owners[tp]; ok && o != mem.id {
 			missing = true
 			continue
 		}
+		cg.owners[tp] = mem.id
 		mem.assigned[tp] = true
 		mem.since[tp] = mem.epoch
 		mem.sendAssignment = true
@@ -747,18 +912,26 @@ func (m *groupManager) cgStopTimers(mem *cgMember) {
 	}
 }
 
-// cgRemove takes mem out of the group (session or rebalance timeout, a
-// leave) and bumps the group epoch; the epoch is persisted without waiting.
+// cgRemove takes mem out of the group (session or rebalance timeout); the
+// group epoch bump, the new target assignment and the persisting of the
+// epoch follow from cgSchedule, once for every removal made before it runs.
 func (m *groupManager) cgRemove(g *group, mem *cgMember) {
+	m.cgDrop(g, mem)
+	m.cgSchedule(g, nil)
+}
+
+// cgDrop deletes mem from g's consumer group.
+func (m *groupManager) cgDrop(g *group, mem *cgMember) {
 	cg := g.cg
 	m.cgStopTimers(mem)
 	delete(cg.members, mem.id)
-	delete(cg.target, mem.id)
+	cg.orderDrop(mem)
+	cgDisown(cg, mem, mem.assigned)
+	cgDisown(cg, mem, mem.revoking)
 	if mem.instanceID != "" && cg.static[mem.instanceID] == mem.id {
 		delete(cg.static, mem.instanceID)
 	}
-	m.cgRefresh(g, true)
-	m.env.persist([]kmsg.Record{consumerGroupRecord(g.id, cg.epoch)}, func(error) {})
+	m.cgSyncState(g)
 }
 
 // consumerLeave handles member epoch -1 (leave) and -2 (a static member
@@ -800,19 +973,15 @@ func (m *groupManager) consumerLeave(g *group, a cgHeartbeatArgs, done func(cgHe
 		done(res)
 		return
 	}
-	m.cgStopTimers(mem)
-	delete(cg.members, mem.id)
-	delete(cg.target, mem.id)
-	if mem.instanceID != "" && cg.static[mem.instanceID] == mem.id {
-		delete(cg.static, mem.instanceID)
-	}
-	m.cgRefresh(g, true)
-	m.env.persist([]kmsg.Record{consumerGroupRecord(g.id, cg.epoch)}, func(err error) {
-		if err != nil {
-			done(cgError(kerr.NotCoordinator, "cannot persist the group epoch"))
-			return
+	m.cgDrop(g, mem)
+	m.cgSchedule(g, func() func(*cgHeartbeatResult) {
+		return func(fail *cgHeartbeatResult) {
+			if fail != nil {
+				done(*fail)
+				return
+			}
+			done(res)
 		}
-		done(res)
 	})
 }
 
@@ -821,11 +990,20 @@ func (m *groupManager) consumerLeave(g *group, a cgHeartbeatArgs, done func(cgHe
 // only while the group has no members; otherwise a known member
 // (UNKNOWN_MEMBER_ID) at its current member epoch (STALE_MEMBER_EPOCH).
 func (g *group) cgCheckMember(memberID string, epoch int32) *kerr.Error {
-	err, _ := g.cgCheckCommit(memberID, epoch, nil)
-	if err == nil && memberID != "" && g.cg.members[memberID].epoch != epoch {
+	if epoch < 0 && memberID == "" {
+		if len(g.cg.members) == 0 {
+			return nil
+		}
+		return kerr.UnknownMemberID
+	}
+	mem := g.cg.members[memberID]
+	switch {
+	case mem == nil:
+		return kerr.UnknownMemberID
+	case mem.epoch != epoch:
 		return kerr.StaleMemberEpoch
 	}
-	return err
+	return nil
 }
 
 // cgCheckCommit validates an OffsetCommit or TxnOffsetCommit by a consumer
@@ -833,7 +1011,9 @@ func (g *group) cgCheckMember(memberID string, epoch int32) *kerr.Error {
 // empty member id (an admin or standalone client, or a producer outside the
 // group) is allowed only while the group has no members (UNKNOWN_MEMBER_ID
 // otherwise); an unknown member answers UNKNOWN_MEMBER_ID and an epoch above
-// the member's STALE_MEMBER_EPOCH. An older epoch is checked per partition
+// the member's FENCED_MEMBER_EPOCH (as Kafka's ConsumerGroup
+// validateOffsetCommit: the member claims an epoch it was never given). An
+// older epoch is checked per partition
 // (KIP-1251): the partition must still be the member's (assigned or being
 // revoked) and have been given to it at that epoch or before, else
 // STALE_MEMBER_EPOCH; perPartition is nil when every partition passes. im
@@ -851,7 +1031,7 @@ func (g *group) cgCheckCommit(memberID string, epoch int32, im *Image) (err *ker
 	case mem == nil:
 		return kerr.UnknownMemberID, nil
 	case epoch > mem.epoch:
-		return kerr.StaleMemberEpoch, nil
+		return kerr.FencedMemberEpoch, nil
 	case epoch == mem.epoch:
 		return nil, nil
 	}
@@ -900,7 +1080,7 @@ func (m *groupManager) describeConsumer(groupID string) cgSummary {
 	for _, mem := range cg.sortedMembers() {
 		ms := cgMemberSummary{id: mem.id, instanceID: mem.instanceID, rackID: mem.rackID, clientID: mem.clientID,
 			clientHost: mem.clientHost, epoch: mem.epoch, names: mem.names, regex: mem.regex,
-			assigned: mem.assigned.clone(), target: cg.target[mem.id].clone()}
+			assigned: mem.assigned.clone(), target: mem.target.clone()}
 		if mem.left {
 			ms.epoch = cgStaticLeaveEpoch
 		}

@@ -24,15 +24,41 @@ import (
 type cgSubscriber struct {
 	id, instanceID string
 	topics         map[string]bool // resolved subscription
+	prev           partSet         // the member's previous target
 }
 
 // computeAssignment runs the named assignor ("range", else uniform) over
 // subs and topics; prev is the previous target assignment by member id.
 func computeAssignment(assignor string, subs []cgSubscriber, topics map[string]cgTopic, prev map[string]partSet) map[string]partSet {
+	subs = withPrev(subs, prev)
+	return byMemberID(subs, assignSubscribers(assignor, subs, topics))
+}
+
+// assignSubscribers is computeAssignment by position: the target of
+// subs[i] (its previous one in subs[i].prev) is the result's i-th. Member
+// ids (which may be kilobytes long) are never hashed.
+func assignSubscribers(assignor string, subs []cgSubscriber, topics map[string]cgTopic) []partSet {
 	if assignor == "range" {
-		return rangeAssign(subs, topics)
+		return rangeAssignIdx(subs, topics)
 	}
-	return uniformAssign(subs, topics, prev)
+	return uniformAssignIdx(subs, topics)
+}
+
+func withPrev(subs []cgSubscriber, prev map[string]partSet) []cgSubscriber {
+	out := make([]cgSubscriber, len(subs))
+	for i, s := range subs {
+		s.prev = prev[s.id]
+		out[i] = s
+	}
+	return out
+}
+
+func byMemberID(subs []cgSubscriber, targets []partSet) map[string]partSet {
+	out := make(map[string]partSet, len(subs))
+	for i, s := range subs {
+		out[s.id] = targets[i]
+	}
+	return out
 }
 
 func sortedTopicNames(topics map[string]cgTopic) []string {
@@ -45,36 +71,41 @@ func sortedTopicNames(topics map[string]cgTopic) []string {
 }
 
 func rangeAssign(subs []cgSubscriber, topics map[string]cgTopic) map[string]partSet {
-	out := make(map[string]partSet, len(subs))
-	for _, s := range subs {
-		out[s.id] = partSet{}
+	return byMemberID(subs, rangeAssignIdx(subs, topics))
+}
+
+func rangeAssignIdx(subs []cgSubscriber, topics map[string]cgTopic) []partSet {
+	out := make([]partSet, len(subs))
+	for i := range subs {
+		out[i] = partSet{}
 	}
 	for _, name := range sortedTopicNames(topics) {
 		t := topics[name]
-		var ms []cgSubscriber
-		for _, s := range subs {
+		var ms []int
+		for i, s := range subs {
 			if s.topics[name] {
-				ms = append(ms, s)
+				ms = append(ms, i)
 			}
 		}
 		if len(ms) == 0 {
 			continue
 		}
 		sort.Slice(ms, func(i, j int) bool {
-			if ms[i].instanceID != ms[j].instanceID {
-				return ms[i].instanceID < ms[j].instanceID
+			a, b := &subs[ms[i]], &subs[ms[j]]
+			if a.instanceID != b.instanceID {
+				return a.instanceID < b.instanceID
 			}
-			return ms[i].id < ms[j].id
+			return a.id < b.id
 		})
 		per, extra := int(t.partitions)/len(ms), int(t.partitions)%len(ms)
 		p := int32(0)
-		for i, s := range ms {
+		for i, si := range ms {
 			n := per
 			if i < extra {
 				n++
 			}
 			for k := 0; k < n; k++ {
-				out[s.id][tpID{t.id, p}] = true
+				out[si][tpID{t.id, p}] = true
 				p++
 			}
 		}
@@ -83,7 +114,12 @@ func rangeAssign(subs []cgSubscriber, topics map[string]cgTopic) map[string]part
 }
 
 func uniformAssign(subs []cgSubscriber, topics map[string]cgTopic, prev map[string]partSet) map[string]partSet {
-	out := make(map[string]partSet, len(subs))
+	subs = withPrev(subs, prev)
+	return byMemberID(subs, uniformAssignIdx(subs, topics))
+}
+
+func uniformAssignIdx(subs []cgSubscriber, topics map[string]cgTopic) []partSet {
+	out := make([]partSet, len(subs))
 	if len(subs) == 0 {
 		return out
 	}
@@ -108,7 +144,7 @@ func uniformAssign(subs []cgSubscriber, topics map[string]cgTopic, prev map[stri
 	owner := map[tpID]int{}
 	counts := make([]int, len(subs))
 	for i := range subs {
-		out[subs[i].id] = partSet{}
+		out[i] = partSet{}
 	}
 	quota := func() (lo, hi int) {
 		n := 0
@@ -126,12 +162,15 @@ func uniformAssign(subs []cgSubscriber, topics map[string]cgTopic, prev map[stri
 	// Sticky pass: keep previous placements up to the upper quota.
 	for i := range subs {
 		s := &subs[i]
-		for _, tp := range prev[s.id].sorted() {
+		if len(s.prev) == 0 {
+			continue
+		}
+		for _, tp := range s.prev.sorted() {
 			if _, taken := owner[tp]; taken || !eligible(s, tp) || counts[i] >= hi {
 				continue
 			}
 			owner[tp] = i
-			out[s.id][tp] = true
+			out[i][tp] = true
 			counts[i]++
 		}
 	}
@@ -150,7 +189,7 @@ func uniformAssign(subs []cgSubscriber, topics map[string]cgTopic, prev map[stri
 			continue
 		}
 		owner[tp] = best
-		out[subs[best].id][tp] = true
+		out[best][tp] = true
 		counts[best]++
 	}
 	// Balance: move a partition from a member with two or more above another
@@ -170,10 +209,10 @@ func uniformAssign(subs []cgSubscriber, topics map[string]cgTopic, prev map[stri
 				if counts[x]-counts[y] < 2 {
 					break
 				}
-				for _, tp := range out[subs[x].id].sorted() {
+				for _, tp := range out[x].sorted() {
 					if eligible(&subs[y], tp) {
-						delete(out[subs[x].id], tp)
-						out[subs[y].id][tp] = true
+						delete(out[x], tp)
+						out[y][tp] = true
 						counts[x]--
 						counts[y]++
 						moved = true

@@ -174,8 +174,8 @@ func TestConsumerGroupJoinRevokeThenAssign(t *testing.T) {
 		if err := commit("B", 1, tp); err != kerr.StaleMemberEpoch {
 			t.Fatalf("B's commit with an epoch before it got the partition: %v", err)
 		}
-		if err := commit("B", 3, tp); err != kerr.StaleMemberEpoch {
-			t.Fatalf("B's commit with a future epoch: %v", err)
+		if err := commit("B", 3, tp); err != kerr.FencedMemberEpoch {
+			t.Fatalf("B's commit with a future epoch: %v, want FENCED_MEMBER_EPOCH", err)
 		}
 	}
 	// B leaves: A gets everything at epoch 3.
@@ -237,6 +237,22 @@ func TestConsumerGroupCommitChecks(t *testing.T) {
 	}
 	if err := commit("A", a.epoch-1); err != kerr.StaleMemberEpoch {
 		t.Fatalf("stale commit: %v", err)
+	}
+	// An epoch above the member's was never given to it: fenced, for
+	// OffsetCommit and TxnOffsetCommit alike (Kafka's validateOffsetCommit).
+	if err := commit("A", a.epoch+1); err != kerr.FencedMemberEpoch {
+		t.Fatalf("commit with a future member epoch: %v, want FENCED_MEMBER_EPOCH", err)
+	}
+	var txnErr []*kerr.Error
+	h.m.txnCommitOffsets(txnOffsetArgs{group: "g", memberID: "A", generation: a.epoch + 1, pid: 1,
+		items: []offsetCommitItem{{topic: "t", partition: 0, offset: 8, leaderEpoch: -1}}}, func(e []*kerr.Error) { txnErr = e })
+	if len(txnErr) != 1 || txnErr[0] != kerr.FencedMemberEpoch {
+		t.Fatalf("txn commit with a future member epoch: %v, want FENCED_MEMBER_EPOCH", txnErr)
+	}
+	h.m.txnCommitOffsets(txnOffsetArgs{group: "g", memberID: "A", generation: a.epoch - 1, pid: 1,
+		items: []offsetCommitItem{{topic: "t", partition: 0, offset: 8, leaderEpoch: -1}}}, func(e []*kerr.Error) { txnErr = e })
+	if len(txnErr) != 1 || txnErr[0] != kerr.StaleMemberEpoch {
+		t.Fatalf("txn commit with an older member epoch: %v, want STALE_MEMBER_EPOCH", txnErr)
 	}
 	if err := commit("Z", a.epoch); err != kerr.UnknownMemberID {
 		t.Fatalf("unknown member commit: %v", err)
@@ -570,5 +586,47 @@ func TestShareGroupIDRefusedByOtherProtocols(t *testing.T) {
 	}
 	if h.m.groups["s"] != nil {
 		t.Fatal("a classic group was created under the share group's id")
+	}
+}
+
+// A group id longer than a __consumer_offsets key can hold is refused with
+// the non-retriable UNKNOWN_SERVER_ERROR (not NOT_COORDINATOR, which
+// clients retry forever) and one Warn line, by ConsumerGroupHeartbeat,
+// JoinGroup and OffsetCommit alike, and leaves no group behind; an epoch
+// record the offsets topic refuses is UNKNOWN_SERVER_ERROR too.
+func TestConsumerGroupHugeGroupID(t *testing.T) {
+	h := newCGHarness(t, map[string]int{"t": 1})
+	big := strings.Repeat("g", 1<<20)
+	r := h.hb(cgHeartbeatArgs{group: big, epoch: 0, rebalanceTimeoutMillis: 30000, names: []string{"t"}, namesSet: true})
+	if r.err != kerr.UnknownServerError {
+		t.Fatalf("heartbeat with a 1 MiB group id: %v (%s), want UNKNOWN_SERVER_ERROR", r.err, r.msg)
+	}
+	if len(h.env.warnings) != 1 || len(h.m.groups) != 0 {
+		t.Fatalf("warnings %d, groups %d: want one warning and no group", len(h.env.warnings), len(h.m.groups))
+	}
+	var jr joinResult
+	h.m.join(joinArgs{group: big, clientID: "c", protocolType: "consumer", sessionTimeout: 10 * time.Second, rebalanceTimeout: 30 * time.Second,
+		protocols: []groupProtocol{{name: "range", metadata: []byte("x")}}}, func(r joinResult) { jr = r })
+	if jr.err != kerr.UnknownServerError || len(h.env.warnings) != 2 || len(h.m.groups) != 0 {
+		t.Fatalf("JoinGroup with a 1 MiB group id: %v, %d warnings, %d groups", jr.err, len(h.env.warnings), len(h.m.groups))
+	}
+	var ce []*kerr.Error
+	h.m.commitOffsets(offsetCommitArgs{group: big, generation: -1,
+		items: []offsetCommitItem{{topic: "t", partition: 0, offset: 1, leaderEpoch: -1, expireTime: -1}}}, func(e []*kerr.Error) { ce = e })
+	if len(ce) != 1 || ce[0] != kerr.UnknownServerError || len(h.m.groups) != 0 {
+		t.Fatalf("OffsetCommit with a 1 MiB group id: %v, %d groups", ce, len(h.m.groups))
+	}
+	// The longest id that fits still works.
+	mustOK(t, h.hb(cgHeartbeatArgs{group: strings.Repeat("g", maxGroupIDBytes), epoch: 0, rebalanceTimeoutMillis: 30000, names: []string{"t"}, namesSet: true}))
+
+	h.env.persistErr = kerr.MessageTooLarge
+	warned := len(h.env.warnings)
+	r = h.join("A", "t")
+	if r.err != kerr.UnknownServerError || len(h.env.warnings) != warned+1 {
+		t.Fatalf("join whose epoch record is refused: %v, %d new warnings", r.err, len(h.env.warnings)-warned)
+	}
+	h.env.persistErr = kerr.NotEnoughReplicas
+	if r = h.join("B", "t"); r.err != kerr.NotCoordinator {
+		t.Fatalf("join whose epoch record cannot be written now: %v, want NOT_COORDINATOR", r.err)
 	}
 }

@@ -322,5 +322,12 @@ func (op *offsetsPartition) persist(recs []kmsg.Record, done func(error)) {
 	})
 }
 
+// post queues fn behind the shard's waiting work. It is called on the shard,
+// which must never block on its own inbox (Post blocks while it is full), so
+// the send happens on a goroutine of its own.
+func (op *offsetsPartition) post(fn func()) { go op.gc.post(op.st, fn) }
+
+func (op *offsetsPartition) warn(msg string, args ...any) { op.gc.b.log.Warn(msg, args...) }
+
 // groupsReady answers the handlers' common first check.
 func (b *Broker) groupsReady() bool { return b.groups != nil }

@@ -109,6 +109,10 @@ func (m *groupManager) commitOffsets(a offsetCommitArgs, done func([]*kerr.Error
 		all(kerr.InvalidGroupID)
 		return
 	}
+	if m.groupIDTooLong("OffsetCommit", a.group) {
+		all(kerr.UnknownServerError)
+		return
+	}
 	if m.isShareGroup(a.group) { // share groups keep share-partition state, not offsets
 		all(kerr.GroupIDNotFound)
 		return

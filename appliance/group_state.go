@@ -14,6 +14,7 @@ package appliance
 
 import (
 	"bytes"
+	"math"
 	"sort"
 	"time"
 
@@ -51,6 +52,11 @@ type groupEnv interface {
 	afterFunc(d time.Duration, fn func()) groupTimer
 	newMemberID(clientID string) string
 	persist(recs []kmsg.Record, done func(error))
+	// post runs fn on the shard after the work already queued there (a
+	// group's coalesced target-assignment recomputation).
+	post(fn func())
+	// warn logs one line at Warn.
+	warn(msg string, args ...any)
 }
 
 // groupConfig holds the broker's group settings.
@@ -391,6 +397,22 @@ func joinError(err *kerr.Error, memberID string) joinResult {
 	return joinResult{err: err, memberID: memberID, generation: -1}
 }
 
+// maxGroupIDBytes is the longest group id a __consumer_offsets key can
+// hold: the keys write it as an int16-length string, as Kafka's do.
+const maxGroupIDBytes = math.MaxInt16
+
+// groupIDTooLong reports, logging one line at Warn, a group id no
+// __consumer_offsets record can hold. Kafka fails such a record when it
+// serializes it and answers UNKNOWN_SERVER_ERROR, which clients do not
+// retry (a retriable NOT_COORDINATOR would have them retry forever).
+func (m *groupManager) groupIDTooLong(api, group string) bool {
+	if len(group) <= maxGroupIDBytes {
+		return false
+	}
+	m.env.warn("group id too long for __consumer_offsets: request refused with UNKNOWN_SERVER_ERROR", "api", api, "groupIdBytes", len(group), "maxBytes", maxGroupIDBytes)
+	return true
+}
+
 // toClassicGroup turns an Empty consumer-protocol group back into a classic
 // one; the tombstone of its consumer group record makes the change durable.
 func (m *groupManager) toClassicGroup(g *group) {
@@ -405,6 +427,9 @@ func (m *groupManager) join(a joinArgs, done func(joinResult)) {
 	switch {
 	case a.group == "":
 		done(joinError(kerr.InvalidGroupID, a.memberID))
+		return
+	case m.groupIDTooLong("JoinGroup", a.group):
+		done(joinError(kerr.UnknownServerError, a.memberID))
 		return
 	case a.sessionTimeout < m.cfg.minSessionTimeout || a.sessionTimeout > m.cfg.maxSessionTimeout:
 		done(joinError(kerr.InvalidSessionTimeout, a.memberID))

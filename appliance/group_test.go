@@ -57,6 +57,34 @@ type fakeGroupEnv struct {
 	ids     map[string]int
 	records []kmsg.Record
 	out     *strings.Builder
+	// queue makes post queue its work until drain (a shard with
+	// requests waiting); otherwise post runs it at once.
+	queue    bool
+	posted   []func()
+	warnings []string
+	// persistErr, when set, fails every persist.
+	persistErr error
+}
+
+func (e *fakeGroupEnv) post(fn func()) {
+	if !e.queue {
+		fn()
+		return
+	}
+	e.posted = append(e.posted, fn)
+}
+
+// drain runs the queued posts, and those they post, in order.
+func (e *fakeGroupEnv) drain() {
+	for len(e.posted) > 0 {
+		fn := e.posted[0]
+		e.posted = e.posted[1:]
+		fn()
+	}
+}
+
+func (e *fakeGroupEnv) warn(msg string, args ...any) {
+	e.warnings = append(e.warnings, fmt.Sprint(append([]any{msg}, args...)...))
 }
 
 func (e *fakeGroupEnv) now() time.Time { return e.t }
@@ -74,6 +102,10 @@ func (e *fakeGroupEnv) newMemberID(clientID string) string {
 }
 
 func (e *fakeGroupEnv) persist(recs []kmsg.Record, done func(error)) {
+	if e.persistErr != nil {
+		done(e.persistErr)
+		return
+	}
 	e.records = append(e.records, recs...)
 	done(nil)
 }

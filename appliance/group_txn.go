@@ -52,6 +52,10 @@ func (m *groupManager) txnCommitOffsets(a txnOffsetArgs, done func([]*kerr.Error
 		all(kerr.InvalidGroupID)
 		return
 	}
+	if m.groupIDTooLong("TxnOffsetCommit", a.group) {
+		all(kerr.UnknownServerError)
+		return
+	}
 	if m.isShareGroup(a.group) {
 		all(kerr.GroupIDNotFound)
 		return
