@@ -353,6 +353,24 @@ func cgError(err *kerr.Error, msg string) cgHeartbeatResult {
 	return cgHeartbeatResult{err: err, msg: msg}
 }
 
+// instanceMismatch checks a static member's instance id against the
+// member id it comes with: UNKNOWN_MEMBER_ID when no member holds it,
+// FENCED_INSTANCE_ID when another member does; bad is false when a has no
+// instance id or it matches.
+func (cg *consumerGroup) instanceMismatch(a cgHeartbeatArgs) (r cgHeartbeatResult, bad bool) {
+	if a.instanceID == nil {
+		return r, false
+	}
+	id, ok := cg.static[*a.instanceID]
+	switch {
+	case !ok:
+		return cgError(kerr.UnknownMemberID, "unknown instance id"), true
+	case id != a.memberID:
+		return cgError(kerr.FencedInstanceID, "the instance id is used by member "+id), true
+	}
+	return r, false
+}
+
 // consumerHeartbeat handles a ConsumerGroupHeartbeat; done runs once on the
 // shard, after the group epoch it reports (if it changed) is durable.
 func (m *groupManager) consumerHeartbeat(a cgHeartbeatArgs, done func(cgHeartbeatResult)) {
@@ -407,16 +425,9 @@ func (m *groupManager) consumerHeartbeat(a cgHeartbeatArgs, done func(cgHeartbea
 			return
 		}
 	} else {
-		if a.instanceID != nil {
-			id, ok := cg.static[*a.instanceID]
-			switch {
-			case !ok:
-				done(cgError(kerr.UnknownMemberID, "unknown instance id"))
-				return
-			case id != a.memberID:
-				done(cgError(kerr.FencedInstanceID, "the instance id is used by member "+id))
-				return
-			}
+		if r, bad := cg.instanceMismatch(a); bad {
+			done(r)
+			return
 		}
 		mem = cg.members[a.memberID]
 		if mem == nil {
@@ -943,16 +954,9 @@ func (m *groupManager) consumerLeave(g *group, a cgHeartbeatArgs, done func(cgHe
 	}
 	cg := g.cg
 	mem := cg.members[a.memberID]
-	if a.instanceID != nil {
-		id, ok := cg.static[*a.instanceID]
-		switch {
-		case !ok:
-			done(cgError(kerr.UnknownMemberID, "unknown instance id"))
-			return
-		case id != a.memberID:
-			done(cgError(kerr.FencedInstanceID, "the instance id is used by member "+id))
-			return
-		}
+	if r, bad := cg.instanceMismatch(a); bad {
+		done(r)
+		return
 	}
 	if mem == nil {
 		done(cgError(kerr.UnknownMemberID, ""))
