@@ -32,11 +32,8 @@ func handleAlterShareGroupOffsets(b *Broker, r *request) any {
 			resp.ErrorMessage = strPtr(err.Message)
 			return resp
 		}
-		switch {
-		case req.GroupID == "":
-			return fail(kerr.InvalidGroupID)
-		case b.groupDenied(r, kmsg.ACLOperationRead, req.GroupID):
-			return fail(kerr.GroupAuthorizationFailed)
+		if err := b.groupRefusal(r, kmsg.ACLOperationRead, req.GroupID); err != nil {
+			return fail(err)
 		}
 		starts := map[shareTP]int64{}
 		type ref struct{ ti, pi int }

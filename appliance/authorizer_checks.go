@@ -55,6 +55,19 @@ func (b *Broker) groupDenied(r *request, op kmsg.ACLOperation, group string) boo
 	return b.authz != nil && !b.authorize(r, op, aclResGroup, group)
 }
 
+// groupRefusal is the first check of a request that names a group: an
+// empty id is INVALID_GROUP_ID, a principal without op on the group
+// GROUP_AUTHORIZATION_FAILED; nil when neither.
+func (b *Broker) groupRefusal(r *request, op kmsg.ACLOperation, group string) *kerr.Error {
+	switch {
+	case group == "":
+		return kerr.InvalidGroupID
+	case b.groupDenied(r, op, group):
+		return kerr.GroupAuthorizationFailed
+	}
+	return nil
+}
+
 // txnIDDenied reports whether the principal lacks WRITE on a transactional id.
 func (b *Broker) txnIDDenied(r *request, id string) bool {
 	return b.authz != nil && !b.authorize(r, kmsg.ACLOperationWrite, aclResTxnID, id)

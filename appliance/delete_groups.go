@@ -39,11 +39,7 @@ func handleDeleteGroups(b *Broker, r *request) any {
 		for i, id := range req.Groups {
 			dg := kmsg.NewDeleteGroupsResponseGroup()
 			dg.Group = id
-			var v any
-			ok := chans[i] != nil
-			if ok {
-				v, ok = b.groupWait(chans[i])
-			}
+			v, ok := b.groupWait(chans[i])
 			switch {
 			case b.groupDenied(r, kmsg.ACLOperationDelete, id):
 				dg.ErrorCode = kerr.GroupAuthorizationFailed.Code

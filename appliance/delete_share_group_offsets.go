@@ -31,11 +31,8 @@ func handleDeleteShareGroupOffsets(b *Broker, r *request) any {
 			resp.ErrorMessage = strPtr(err.Message)
 			return resp
 		}
-		switch {
-		case req.GroupID == "":
-			return fail(kerr.InvalidGroupID)
-		case b.groupDenied(r, kmsg.ACLOperationDelete, req.GroupID):
-			return fail(kerr.GroupAuthorizationFailed)
+		if err := b.groupRefusal(r, kmsg.ACLOperationDelete, req.GroupID); err != nil {
+			return fail(err)
 		}
 		topics := map[TopicID]bool{}
 		for _, qt := range req.Topics {

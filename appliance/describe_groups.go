@@ -37,11 +37,7 @@ func handleDescribeGroups(b *Broker, r *request) any {
 				resp.Groups = append(resp.Groups, dg)
 				continue
 			}
-			var v any
-			ok := chans[i] != nil
-			if ok {
-				v, ok = b.groupWait(chans[i])
-			}
+			v, ok := b.groupWait(chans[i])
 			if !ok {
 				dg.ErrorCode = kerr.CoordinatorNotAvailable.Code
 				resp.Groups = append(resp.Groups, dg)

@@ -36,12 +36,8 @@ func handleDescribeShareGroupOffsets(b *Broker, r *request) any {
 				g.ErrorCode = err.Code
 				resp.Groups = append(resp.Groups, g)
 			}
-			switch {
-			case rg.GroupID == "":
-				fail(kerr.InvalidGroupID)
-				continue
-			case b.groupDenied(r, kmsg.ACLOperationDescribe, rg.GroupID):
-				fail(kerr.GroupAuthorizationFailed)
+			if err := b.groupRefusal(r, kmsg.ACLOperationDescribe, rg.GroupID); err != nil {
+				fail(err)
 				continue
 			}
 			v, ok := b.shareAsk(rg.GroupID, func(sm *shareManager, reply func(any)) {

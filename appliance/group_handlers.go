@@ -31,8 +31,12 @@ func (b *Broker) groupAsk(groupID string, fn func(m *groupManager, reply func(an
 	return ch
 }
 
-// groupWait waits for an answer from groupAsk; false if the broker closes first.
+// groupWait waits for an answer from groupAsk; false if groupAsk asked no
+// coordinator (nil ch) or the broker closes first.
 func (b *Broker) groupWait(ch <-chan any) (any, bool) {
+	if ch == nil {
+		return nil, false
+	}
 	select {
 	case v := <-ch:
 		return v, true

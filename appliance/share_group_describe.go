@@ -33,12 +33,8 @@ func handleShareGroupDescribe(b *Broker, r *request) any {
 				g.ErrorCode = err.Code
 				resp.Groups = append(resp.Groups, g)
 			}
-			if id == "" {
-				fail(kerr.InvalidGroupID)
-				continue
-			}
-			if b.groupDenied(r, kmsg.ACLOperationDescribe, id) {
-				fail(kerr.GroupAuthorizationFailed)
+			if err := b.groupRefusal(r, kmsg.ACLOperationDescribe, id); err != nil {
+				fail(err)
 				continue
 			}
 			v, ok := b.shareAsk(id, func(sm *shareManager, reply func(any)) {
