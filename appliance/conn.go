@@ -37,6 +37,11 @@ type conn struct {
 	closed    chan struct{}
 	closeOnce sync.Once
 
+	// lps are the fetch long polls waiting for this connection's answers;
+	// markClosed ends them (fetch_wait.go).
+	lpMu sync.Mutex
+	lps  map[*fetchLongPoll]struct{}
+
 	// ring is set when the uring engine serves the connection (nc is nil):
 	// frames arrive from its loop and responses go out through its ring
 	// (conn_uring.go); the pipeline below is the same.
@@ -170,9 +175,52 @@ func (c *conn) authenticated(user string) {
 // allowedBeforeAuth: ApiVersions, SaslHandshake, SaslAuthenticate.
 func allowedBeforeAuth(key int16) bool { return key == 18 || key == 17 || key == 36 }
 
+// markClosed closes c.closed and ends the long polls parked for c (once;
+// the caller holds c.closeOnce).
+func (c *conn) markClosed() {
+	close(c.closed)
+	c.lpMu.Lock()
+	lps := c.lps
+	c.lps = nil
+	c.lpMu.Unlock()
+	for lp := range lps {
+		lp.end()
+	}
+}
+
+// addLongPoll registers lp to be ended with the connection; false when
+// the connection has closed already. (A nil conn, in tests that run
+// handlers without one, registers nothing.)
+func (c *conn) addLongPoll(lp *fetchLongPoll) bool {
+	if c == nil {
+		return true
+	}
+	c.lpMu.Lock()
+	defer c.lpMu.Unlock()
+	select {
+	case <-c.closed:
+		return false
+	default:
+	}
+	if c.lps == nil {
+		c.lps = make(map[*fetchLongPoll]struct{})
+	}
+	c.lps[lp] = struct{}{}
+	return true
+}
+
+func (c *conn) removeLongPoll(lp *fetchLongPoll) {
+	if c == nil {
+		return
+	}
+	c.lpMu.Lock()
+	delete(c.lps, lp)
+	c.lpMu.Unlock()
+}
+
 func (c *conn) close() {
 	c.closeOnce.Do(func() {
-		close(c.closed)
+		c.markClosed()
 		if c.nc != nil {
 			c.nc.Close()
 		} else {

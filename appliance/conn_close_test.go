@@ -24,6 +24,7 @@ func TestAbandonedLongPollClosesConnection(t *testing.T) {
 		return len(f.b.conns)
 	}
 	base := conns()
+	purgatory := f.b.metrics.fetchPurgatory.Load()
 
 	fr := kmsg.NewPtrFetchRequest()
 	fr.MaxWaitMillis, fr.MinBytes, fr.MaxBytes = 1<<31-1, 1<<30, 1<<20
@@ -53,5 +54,12 @@ func TestAbandonedLongPollClosesConnection(t *testing.T) {
 	}
 	if got := conns(); got > base {
 		t.Fatalf("%d of %d abandoned long-poll connections still open 5 s after the clients left", got-base, n)
+	}
+	// Their polls ended with them (conn.markClosed), not at max_wait_ms.
+	for f.b.metrics.fetchPurgatory.Load() > purgatory && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := f.b.metrics.fetchPurgatory.Load(); got > purgatory {
+		t.Fatalf("%d abandoned long polls still in the fetch purgatory", got-purgatory)
 	}
 }

@@ -44,6 +44,7 @@ type uringConn struct {
 	pumpQueued atomic.Bool
 	pumpFn     func()
 	closeFn    func()
+	big        *reqState // the request a large frame is being received into (FrameBuffer)
 }
 
 // OpenRingConn implements ioring.RingConnHandler (on the accepting loop).
@@ -75,6 +76,26 @@ func (b *Broker) OpenRingConn(rc *ioring.RingConn) ioring.RingConnCallbacks {
 func (u *uringConn) OnFrame(frame []byte) ioring.FrameAction {
 	rs := getReqState(len(frame))
 	copy(rs.frame, frame)
+	return u.onRequest(rs)
+}
+
+// FrameBuffer implements ioring.FrameSink: a large frame is received
+// straight into its request's storage.
+func (u *uringConn) FrameBuffer(size int) []byte {
+	u.big = getReqState(size)
+	return u.big.frame
+}
+
+// OnOwnedFrame implements ioring.FrameSink: the frame FrameBuffer asked
+// for is complete.
+func (u *uringConn) OnOwnedFrame([]byte) ioring.FrameAction {
+	rs := u.big
+	u.big = nil
+	return u.onRequest(rs)
+}
+
+// onRequest runs a received request through the pipeline.
+func (u *uringConn) onRequest(rs *reqState) ioring.FrameAction {
 	if u.queued.Load() == 0 && onLoopAPI(rs.frame) {
 		if !u.c.dispatch(rs) {
 			u.stopRead.Store(true) // a closing slot is queued
@@ -149,7 +170,7 @@ func (u *uringConn) OnClose(err error) {
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, syscall.EPIPE) {
 		u.c.b.log.Warn("closing connection", "remote", u.c.remote, "shard", u.c.shard, "reason", err.Error())
 	}
-	u.c.closeOnce.Do(func() { close(u.c.closed) })
+	u.c.closeOnce.Do(u.c.markClosed)
 	b := u.c.b
 	b.connsMu.Lock()
 	delete(b.conns, u.c)
@@ -274,6 +295,6 @@ func (u *uringConn) write(b []byte) bool {
 
 func (u *uringConn) closeAfterFlush() {
 	u.closing.Store(true)
-	u.c.closeOnce.Do(func() { close(u.c.closed) })
+	u.c.closeOnce.Do(u.c.markClosed)
 	u.rc.Close()
 }

@@ -20,7 +20,6 @@ package appliance
 
 import (
 	"errors"
-	"time"
 
 	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -87,81 +86,6 @@ func handleFetch(b *Broker, r *request) any {
 	// Read on the owner shards, answering from the last (fetch_wait.go).
 	fs.begin()
 	return answerLater{}
-}
-
-// runFetch is the long poll: it reads, and while fewer than min_bytes are
-// there, parks on the partitions until an append or the deadline. It
-// returns nil when the connection closes.
-func (b *Broker) runFetch(r *request, req *kmsg.FetchRequest, outs []fetchTopicOut, ins []fetchPartIn, deadline time.Time) *rawResponse {
-	maxBytes := req.MaxBytes
-	if maxBytes <= 0 {
-		maxBytes = 52428800
-	}
-	w := &fetchWaiter{notify: make(chan struct{}, 1)}
-	defer w.done.Store(true)
-	for {
-		canWait := req.MaxWaitMillis > 0 && time.Now().Before(deadline)
-		total, anyErr := b.readFetch(outs, ins, maxBytes, req.IsolationLevel, w, canWait)
-		if !canWait || anyErr || total >= req.MinBytes || total > 0 && req.MinBytes <= 1 {
-			return encodeFetchResponse(r.version, 0, 0, outs)
-		}
-		timer := time.NewTimer(time.Until(deadline))
-		select {
-		case <-w.notify:
-			timer.Stop()
-		case <-timer.C:
-		case <-r.c.closed:
-			timer.Stop()
-			return nil
-		case <-b.closing:
-			timer.Stop()
-			return encodeFetchResponse(r.version, 0, 0, outs)
-		}
-	}
-}
-
-// readFetch reads every partition in order on its owner shard, one shard
-// round trip per run of consecutive partitions on the same shard. It fills
-// outs and reports the bytes gathered and whether a partition errored.
-func (b *Broker) readFetch(outs []fetchTopicOut, ins []fetchPartIn, maxBytes int32, isolation int8, w *fetchWaiter, park bool) (int32, bool) {
-	var total int32
-	anyErr := false
-	for i := 0; i < len(ins); {
-		st := b.shardFor(ins[i].topic.Partitions[ins[i].partition])
-		j := i + 1
-		for j < len(ins) && b.shardFor(ins[j].topic.Partitions[ins[j].partition]) == st {
-			j++
-		}
-		group := ins[i:j]
-		budget := maxBytes - total
-		first := total == 0
-		done := make(chan struct{})
-		st.loop.Post(func() {
-			defer close(done)
-			for _, in := range group {
-				op := &outs[in.ti].parts[in.pi]
-				part := st.parts[tpKey{in.topic.ID, in.partition}]
-				n, err := readPartition(part, in, op, budget, first, isolation)
-				if err {
-					anyErr = true
-				}
-				if n > 0 {
-					first = false
-					budget -= n
-					total += n
-				}
-				// Park on every readable partition, also those that gave
-				// bytes: with min_bytes not yet reached, any append may
-				// complete the response.
-				if park && part != nil && !err {
-					part.park(w)
-				}
-			}
-		})
-		<-done
-		i = j
-	}
-	return total, anyErr
 }
 
 // readPartition runs on the owner shard. It returns the bytes added and

@@ -4,12 +4,15 @@ package appliance
 // on their owner shards by a reused message (fetchState.step) that runs on
 // one shard per run of consecutive partitions on it and posts itself to the
 // next; the last one encodes the answer into the request's reused buffers
-// and completes the slot. Only a fetch that has to wait for min_bytes (a
-// long poll) continues on a goroutine (runFetch), as do answers that client
-// quotas may hold.
+// and completes the slot. A fetch that has to wait for min_bytes (a long
+// poll) stays goroutine-free too: it parks a waiter on the partitions it
+// read, and an append, its max_wait_ms timer or the connection's end starts
+// the next read pass (fetchLongPoll). Only answers that client quotas may
+// hold continue on a goroutine.
 
 import (
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -32,6 +35,7 @@ type fetchState struct {
 	total    int32
 	anyErr   bool
 	stepFn   func()
+	lp       *fetchLongPoll // set once the first pass came short of min_bytes
 }
 
 func (fs *fetchState) init(rs *reqState) {
@@ -43,6 +47,7 @@ func (fs *fetchState) reset(b *Broker, r *request, req *kmsg.FetchRequest, im *I
 	fs.b, fs.r, fs.req, fs.im = b, r, req, im
 	fs.outs, fs.ins = fs.outs[:0], fs.ins[:0]
 	fs.i, fs.total, fs.anyErr = 0, 0, false
+	fs.lp = nil
 }
 
 // addTopic appends a response topic, reusing an old one's partitions.
@@ -109,7 +114,8 @@ func (fs *fetchState) shardOf(i int) *shardState {
 	return fs.b.shardFor(in.topic.Partitions[in.partition])
 }
 
-// step reads the run of partitions that starts at fs.i, on their shard.
+// step reads the run of partitions that starts at fs.i, on their shard;
+// during a long poll it parks the waiter on each partition it read.
 func (fs *fetchState) step() {
 	st := fs.shardOf(fs.i)
 	j := fs.i + 1
@@ -118,9 +124,11 @@ func (fs *fetchState) step() {
 	}
 	budget := fs.maxBytes - fs.total
 	first := fs.total == 0
+	lp := fs.lp
 	for _, in := range fs.ins[fs.i:j] {
 		op := &fs.outs[in.ti].parts[in.pi]
-		n, err := readPartition(st.parts[tpKey{in.topic.ID, in.partition}], in, op, budget, first, fs.req.IsolationLevel)
+		part := st.parts[tpKey{in.topic.ID, in.partition}]
+		n, err := readPartition(part, in, op, budget, first, fs.req.IsolationLevel)
 		if err {
 			fs.anyErr = true
 		}
@@ -128,6 +136,11 @@ func (fs *fetchState) step() {
 			first = false
 			budget -= n
 			fs.total += n
+		}
+		// Park on every readable partition, also those that gave bytes:
+		// with min_bytes not yet reached, any append may complete it.
+		if lp != nil && part != nil && !err {
+			part.park(&lp.w)
 		}
 	}
 	fs.i = j
@@ -137,17 +150,135 @@ func (fs *fetchState) step() {
 	}
 	req := fs.req
 	if req.MaxWaitMillis <= 0 || fs.anyErr || fs.total >= req.MinBytes || fs.total > 0 && req.MinBytes <= 1 {
-		fs.answer(fs.enc.encode(fs.r.version, 0, 0, fs.outs), false)
+		fs.finish()
 		return
 	}
-	go fs.longPoll()
+	if lp == nil {
+		fs.startLongPoll()
+		return
+	}
+	lp.passDone()
 }
 
-// longPoll waits for min_bytes or max_wait_ms on a goroutine of its own.
-func (fs *fetchState) longPoll() {
+// finish answers with what the last pass read.
+func (fs *fetchState) finish() {
+	if lp := fs.lp; lp != nil {
+		lp.close()
+	}
+	fs.answer(fs.enc.encode(fs.r.version, 0, 0, fs.outs), false)
+}
+
+// restart begins another read pass from the first partition.
+func (fs *fetchState) restart() {
+	fs.i, fs.total, fs.anyErr = 0, 0, false
+	fs.shardOf(0).loop.Post(fs.stepFn)
+}
+
+// Long-poll states: a read pass runs (reading), runs and something changed
+// since it began (dirty: it reads again at its end), or none runs and the
+// waiter is parked (waiting).
+const (
+	lpReading int32 = iota
+	lpDirty
+	lpWaiting
+	lpDone
+)
+
+// fetchLongPoll is one long poll (min_bytes not reached, max_wait_ms not
+// over): a waiter parked on every partition the passes read, a timer for
+// max_wait_ms, and a state that decides who starts the next pass. A fresh
+// one per long poll, so that a registration left in a partition's waiter
+// list can never wake a later fetch on the same request storage.
+type fetchLongPoll struct {
+	fs       *fetchState
+	w        fetchWaiter
+	state    atomic.Int32
+	expired  atomic.Bool // max_wait_ms is over: the next pass answers
+	gone     atomic.Bool // the connection closed: answer nothing
+	timer    *time.Timer
+	deadline time.Time
+}
+
+// startLongPoll runs at the end of the first pass that came short: it
+// parks for the rest of max_wait_ms, reading again once with the waiter
+// parked so that no append between the passes is missed.
+func (fs *fetchState) startLongPoll() {
 	deadline := fs.start.Add(time.Duration(fs.req.MaxWaitMillis) * time.Millisecond)
-	out := fs.b.runFetch(fs.r, fs.req, fs.outs, fs.ins, deadline)
-	fs.answer(out, true)
+	left := time.Until(deadline)
+	if left <= 0 {
+		fs.finish()
+		return
+	}
+	lp := &fetchLongPoll{fs: fs, deadline: deadline}
+	lp.w.wake = lp.wake
+	fs.lp = lp
+	if !fs.r.c.addLongPoll(lp) {
+		lp.close()
+		fs.answer(nil, false) // the connection is closing
+		return
+	}
+	lp.timer = time.AfterFunc(left, lp.expire)
+	fs.restart()
+}
+
+// wake starts a pass, or marks the running one dirty (any goroutine; a
+// partition's append calls it on the partition's shard).
+func (lp *fetchLongPoll) wake() {
+	for {
+		switch st := lp.state.Load(); st {
+		case lpWaiting:
+			if lp.state.CompareAndSwap(lpWaiting, lpReading) {
+				if lp.gone.Load() {
+					lp.close()
+					lp.fs.answer(nil, true)
+					return
+				}
+				lp.fs.restart()
+				return
+			}
+		case lpReading:
+			if lp.state.CompareAndSwap(lpReading, lpDirty) {
+				return
+			}
+		default: // dirty or done
+			return
+		}
+	}
+}
+
+func (lp *fetchLongPoll) expire() { lp.expired.Store(true); lp.wake() }
+
+// end wakes the poll for the connection's end (conn.endLongPolls).
+func (lp *fetchLongPoll) end() { lp.gone.Store(true); lp.wake() }
+
+// passDone runs at the end of a pass that did not reach min_bytes.
+func (lp *fetchLongPoll) passDone() {
+	fs := lp.fs
+	switch {
+	case lp.gone.Load():
+		lp.close()
+		fs.answer(nil, false)
+		return
+	case lp.expired.Load() || !time.Now().Before(lp.deadline):
+		fs.finish()
+		return
+	}
+	if lp.state.CompareAndSwap(lpReading, lpWaiting) {
+		return // parked: wake starts the next pass
+	}
+	lp.state.Store(lpReading) // dirty: read again now
+	fs.restart()
+}
+
+// close ends the poll: its waiter drops out of the partitions' lists, its
+// timer stops and the connection forgets it.
+func (lp *fetchLongPoll) close() {
+	lp.state.Store(lpDone)
+	lp.w.done.Store(true)
+	if lp.timer != nil {
+		lp.timer.Stop()
+	}
+	lp.fs.r.c.removeLongPoll(lp)
 }
 
 // answer completes the fetch with out (nil: the connection closed);

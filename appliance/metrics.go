@@ -150,7 +150,7 @@ func (m *brokerMetrics) produced(topic string, bytes, records int) {
 }
 
 // fetched counts the record bytes of a fetch response and its partition
-// errors; outs is what runFetch filled.
+// errors; outs is what the last read pass filled.
 func (m *brokerMetrics) fetched(outs []fetchTopicOut) {
 	if m == nil {
 		return

@@ -109,9 +109,11 @@ type partition struct {
 	lastFlush time.Time
 }
 
-// fetchWaiter is a parked long-poll fetch; notify is buffered (1).
+// fetchWaiter is a parked long-poll fetch: woken through wake when set
+// (Fetch, fetch_wait.go), else through notify, buffered (1) (ShareFetch).
 type fetchWaiter struct {
 	notify chan struct{}
+	wake   func()
 	done   atomic.Bool
 }
 
@@ -222,6 +224,12 @@ func (p *partition) goOffline(err error) {
 
 func (p *partition) wakeWaiters() {
 	for _, w := range p.waiters {
+		if w.wake != nil {
+			if !w.done.Load() {
+				w.wake()
+			}
+			continue
+		}
 		select {
 		case w.notify <- struct{}{}:
 		default:

@@ -79,6 +79,19 @@ func NewRingShard(id int, o ShardOptions) (*Shard, error) {
 // ringShards counts the ring shard loops running in the process.
 var ringShards atomic.Int32
 
+// schedYieldEvery is how often a ring loop passes through the Go scheduler
+// (runtime.Gosched), which it otherwise never does: it runs forever on one
+// scheduling tick. sysmon takes a goroutine that has run on one tick for
+// 10 ms (forcePreemptNS) for a hog: it preempts it, and when the loop is
+// asleep in io_uring_enter it takes the P away from the syscall and, having
+// taken one, polls every 20 us for the next millisecond. Two shards at
+// 10 MB/s made ~310 such retakes a second; sysmon alone then used ~23% of
+// the broker's CPU (16k of 85k context switches in 6 s), and every
+// preemption of the locked loop handed its P to another thread and back.
+// A yield every 5 ms (~200 per shard a second, one hand-off each) keeps
+// the tick moving and sysmon at its 10 ms idle pace.
+const schedYieldEvery = 5 * time.Millisecond
+
 // yieldBeforeSleep reports whether a ring loop should call runtime.Gosched
 // before it sleeps in io_uring_enter. The sleeping loop keeps its P (a
 // blocking syscall), so when the ring loops can hold every P, a goroutine
@@ -158,8 +171,13 @@ func (s *Shard) ringLoop(o ShardOptions, ready chan<- error) {
 	ready <- nil
 
 	lastTick := time.Now()
+	lastYield := lastTick
 	for {
 		start := time.Now()
+		if start.Sub(lastYield) >= schedYieldEvery {
+			lastYield = start
+			runtime.Gosched() // see schedYieldEvery
+		}
 		n := uint64(0)
 	drain:
 		for n < 1024 {

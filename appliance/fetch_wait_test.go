@@ -1,0 +1,145 @@
+package appliance
+
+import (
+	"encoding/binary"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// produceTo builds an acks=1 produce frame of one 100-byte record to
+// partition p of topic "a".
+func produceTo(p int32) []byte {
+	pr := kmsg.NewPtrProduceRequest()
+	pr.Acks, pr.TimeoutMillis = 1, 30000
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = "a"
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Partition = p
+	pp.Records = appendBatch(nil, time.Now().UnixMilli(), 0, -1, -1, -1, []kmsg.Record{{Value: make([]byte, 100)}})
+	pt.Partitions = append(pt.Partitions, pp)
+	pr.Topics = append(pr.Topics, pt)
+	return frameOf(pr, 9, 20+p)
+}
+
+// longPollFrame is a fetch v12 of partitions 1 and 2 of "a" (one on each
+// shard) from offset 0.
+func longPollFrame(minBytes, maxWaitMs int32) []byte {
+	fr := kmsg.NewPtrFetchRequest()
+	fr.MaxWaitMillis, fr.MinBytes, fr.MaxBytes = maxWaitMs, minBytes, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "a"
+	for _, p := range []int32{1, 2} {
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.Partition, fp.PartitionMaxBytes = p, 1<<20
+		ft.Partitions = append(ft.Partitions, fp)
+	}
+	fr.Topics = append(fr.Topics, ft)
+	return frameOf(fr, 12, 9)
+}
+
+// sendFetch writes a fetch on a connection of its own and returns a channel
+// that gets the decoded answer (nil when the connection failed).
+func sendFetch(t *testing.T, addr string, frame []byte) <-chan *kmsg.FetchResponse {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	if _, err := nc.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan *kmsg.FetchResponse, 1)
+	go func() {
+		var sz [4]byte
+		nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+		if _, err := io.ReadFull(nc, sz[:]); err != nil {
+			out <- nil
+			return
+		}
+		body := make([]byte, binary.BigEndian.Uint32(sz[:]))
+		if _, err := io.ReadFull(nc, body); err != nil {
+			out <- nil
+			return
+		}
+		resp := kmsg.NewPtrFetchResponse()
+		resp.SetVersion(12)
+		if err := resp.ReadFrom(body[5:]); err != nil { // correlation id, header tags
+			out <- nil
+			return
+		}
+		out <- resp
+	}()
+	return out
+}
+
+func recordBytes(resp *kmsg.FetchResponse) map[int32]int {
+	got := map[int32]int{}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			got[p.Partition] = len(p.RecordBatches)
+		}
+	}
+	return got
+}
+
+// TestFetchLongPoll: a fetch short of min_bytes parks on its partitions
+// (on both shards) without a goroutine and answers when appends bring
+// enough bytes, not at max_wait_ms; one that never gets enough answers at
+// max_wait_ms; neither leaves anything in the fetch purgatory.
+func TestFetchLongPoll(t *testing.T) {
+	f := newAllocFixture(t)
+	addr := f.b.Addr().String()
+	base := f.b.metrics.fetchPurgatory.Load()
+
+	// One batch is ~170 bytes: min_bytes 250 needs one on each partition.
+	start := time.Now()
+	answer := sendFetch(t, addr, longPollFrame(250, 20000))
+	time.Sleep(300 * time.Millisecond)
+	f.produceOne(produceTo(1))
+	select {
+	case resp := <-answer:
+		t.Fatalf("answered after one batch, below min_bytes: %v", recordBytes(resp))
+	case <-time.After(300 * time.Millisecond):
+	}
+	f.produceOne(produceTo(2))
+	select {
+	case resp := <-answer:
+		if resp == nil {
+			t.Fatal("the long poll's connection failed")
+		}
+		got := recordBytes(resp)
+		if got[1] == 0 || got[2] == 0 {
+			t.Fatalf("record bytes per partition %v, want both partitions", got)
+		}
+		t.Logf("answered %v after %v", got, time.Since(start).Round(time.Millisecond))
+	case <-time.After(10 * time.Second):
+		t.Fatal("the long poll did not answer within 10 s of reaching min_bytes (max wait 20 s)")
+	}
+
+	start = time.Now()
+	answer = sendFetch(t, addr, longPollFrame(1<<20, 400))
+	select {
+	case resp := <-answer:
+		if resp == nil {
+			t.Fatal("the long poll's connection failed")
+		}
+		if waited := time.Since(start); waited < 350*time.Millisecond {
+			t.Fatalf("answered after %v, before max_wait_ms 400", waited)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the long poll did not answer at max_wait_ms")
+	}
+
+	deadline := time.Now().Add(5 * time.Second)
+	for f.b.metrics.fetchPurgatory.Load() != base && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := f.b.metrics.fetchPurgatory.Load(); got != base {
+		t.Fatalf("fetch purgatory %d, want %d", got, base)
+	}
+}

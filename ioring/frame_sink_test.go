@@ -1,0 +1,151 @@
+package ioring
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// sinkServer is echoServer whose connections take large frames into their
+// own storage (FrameSink); it counts the frames that came each way.
+type sinkServer struct {
+	echoServer
+	owned, copied atomic.Int64
+	buffers       atomic.Int64
+}
+
+type sinkConn struct {
+	*echoConn
+	s   *sinkServer
+	buf []byte // the storage handed out by FrameBuffer
+}
+
+func (s *sinkServer) OpenRingConn(c *RingConn) RingConnCallbacks {
+	s.opened.Add(1)
+	return &sinkConn{echoConn: &echoConn{s: &s.echoServer, c: c}, s: s}
+}
+
+func (k *sinkConn) OnFrame(f []byte) FrameAction {
+	k.s.copied.Add(1)
+	return k.echoConn.OnFrame(f)
+}
+
+func (k *sinkConn) FrameBuffer(size int) []byte {
+	k.s.buffers.Add(1)
+	k.buf = make([]byte, size)
+	return k.buf
+}
+
+func (k *sinkConn) OnOwnedFrame(f []byte) FrameAction {
+	if len(f) != len(k.buf) || &f[0] != &k.buf[0] {
+		panic("OnOwnedFrame got storage other than FrameBuffer's")
+	}
+	k.s.owned.Add(1)
+	return k.echoConn.OnFrame(f)
+}
+
+// TestUringFrameSink: frames larger than bigFrameMin are assembled in the
+// sink's storage, smaller ones are cut from the receive buffers as before,
+// and both arrive whole and in order however the bytes are split, also
+// while reading pauses every third frame.
+func TestUringFrameSink(t *testing.T) {
+	for _, pause := range []bool{false, true} {
+		srv := &sinkServer{}
+		srv.pause = pause
+		e := startUring(t, 2, srv, UringOptions{MaxFrame: 1 << 20, RecvBufSize: 4096, RecvBuffers: 8})
+		var wg sync.WaitGroup
+		for cn := 0; cn < 3; cn++ {
+			wg.Add(1)
+			go func(cn int) {
+				defer wg.Done()
+				c, err := net.Dial("tcp", e.Addr().String())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer c.Close()
+				var all []byte
+				var want [][]byte
+				for i := 0; i < 40; i++ {
+					size := 1 + (i*7919)%60000 // from 1 byte to ~60 KB, both sides of bigFrameMin
+					f := bytes.Repeat([]byte{byte(i*3 + cn)}, size)
+					f[0], f[len(f)-1] = byte(i), byte(cn) // ends that a shifted copy would get wrong
+					want = append(want, f)
+					all = append(all, frame(f)...)
+				}
+				go func() {
+					for len(all) > 0 {
+						n := min(len(all), 1+len(all)%9001)
+						if _, err := c.Write(all[:n]); err != nil {
+							return
+						}
+						all = all[n:]
+					}
+				}()
+				for i, w := range want {
+					if got := readFrame(t, c); !bytes.Equal(got, w) {
+						t.Errorf("pause %v conn %d frame %d: got %d bytes, want %d", pause, cn, i, len(got), len(w))
+						return
+					}
+				}
+			}(cn)
+		}
+		wg.Wait()
+		if srv.owned.Load() == 0 || srv.copied.Load() == 0 {
+			t.Fatalf("pause %v: %d frames through the sink, %d copied; want both kinds", pause, srv.owned.Load(), srv.copied.Load())
+		}
+		if srv.buffers.Load() != srv.owned.Load() {
+			t.Fatalf("pause %v: %d buffers handed out, %d frames came back", pause, srv.buffers.Load(), srv.owned.Load())
+		}
+	}
+}
+
+// TestUringFrameSinkTruncated: a large frame that stops halfway is closed
+// after FrameTimeout, and one whose peer leaves halfway is dropped; neither
+// reaches OnOwnedFrame.
+func TestUringFrameSinkTruncated(t *testing.T) {
+	srv := &sinkServer{}
+	e := startUring(t, 1, srv, UringOptions{MaxFrame: 1 << 20, FrameTimeout: 200 * time.Millisecond})
+	half := frame(make([]byte, 100000))[:50000]
+	stalled, err := net.Dial("tcp", e.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled.Close()
+	stalled.Write(half)
+	gone, err := net.Dial("tcp", e.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone.Write(half)
+	deadline := time.Now().Add(10 * time.Second)
+	for srv.buffers.Load() < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	gone.Close()
+	stalled.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := stalled.Read(make([]byte, 1)); err == nil {
+		t.Fatal("a stalled large frame did not close the connection")
+	}
+	for srv.closed.Load() < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if srv.buffers.Load() != 2 || srv.owned.Load() != 0 || srv.closed.Load() != 2 {
+		t.Fatalf("buffers %d, owned frames %d, closed %d; want 2, 0, 2", srv.buffers.Load(), srv.owned.Load(), srv.closed.Load())
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	timeouts := 0
+	for _, err := range srv.errs {
+		if errors.Is(err, ErrFrameTimeout) {
+			timeouts++
+		}
+	}
+	if timeouts != 1 {
+		t.Fatalf("errors %v, want one ErrFrameTimeout", srv.errs)
+	}
+}
