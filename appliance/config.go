@@ -71,6 +71,7 @@ type Config struct {
 	Shards                   int
 	IOEngine                 string // netpoll | uring | auto
 	UringSpareProcs          bool   // io.uring.spare.procs: GOMAXPROCS + shards with the uring engine (engine.go)
+	UringFetchReadMaxBytes   int32  // io.uring.fetch.read.max.bytes: log parts of answers up to this size are read, not spliced (engine.go)
 	SaslServerMaxReceiveSize int32  // sasl.server.max.receive.size: largest frame before SASL authentication (Kafka's default 512 KiB)
 	LogIOMode                string // buffered | direct
 	LogIOCacheBytes          int64  // log.io.cache.bytes: per-shard block cache of direct mode (storage.go)
@@ -230,6 +231,7 @@ var brokerDefaults = map[string]string{
 	"shards":                           "0",
 	"io.engine":                        "netpoll",
 	"io.uring.spare.procs":             "true",
+	"io.uring.fetch.read.max.bytes":    "65536",
 	"log.io.mode":                      "buffered",
 	"log.io.cache.bytes":               "67108864",
 	"offsets.topic.num.partitions":     "50",
@@ -307,6 +309,7 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 	c.Shards = int(i32("shards"))
 	c.IOEngine = get("io.engine")
 	c.UringSpareProcs = boolean("io.uring.spare.procs")
+	c.UringFetchReadMaxBytes = i32("io.uring.fetch.read.max.bytes")
 	c.SaslServerMaxReceiveSize = i32("sasl.server.max.receive.size")
 	c.LogIOMode = get("log.io.mode")
 	c.LogIOCacheBytes = i64("log.io.cache.bytes")

@@ -123,10 +123,18 @@ func (b *Broker) newEngine(p enginePlan) (ioring.Engine, error) {
 	for i, st := range b.shards {
 		shards[i] = st.loop
 	}
+	// io.uring.fetch.read.max.bytes: log parts of fetch answers up to
+	// this size are read into memory (inline for page-cached data) and
+	// sent with their answer; larger ones, or all with 0, are spliced.
+	fileCopyMax := int(b.cfg.UringFetchReadMaxBytes)
+	if fileCopyMax <= 0 {
+		fileCopyMax = -1
+	}
 	return ioring.NewUring(ioring.UringOptions{
 		Addrs: addrs, Shards: shards, Logger: b.log,
 		MaxFrame: b.cfg.SocketRequestMaxBytes, MinFrame: 8,
 		IdleTimeout: time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
+		FileCopyMax: fileCopyMax,
 	})
 }
 

@@ -97,6 +97,14 @@ type UringOptions struct {
 	// RecvBuffers x RecvBufSize is each shard's provided buffer ring
 	// (defaults 256 x 32 KiB).
 	RecvBuffers, RecvBufSize int
+	// FileCopyMax: file parts (RingConn.WriteFile) of at most this many
+	// bytes are read into memory with IORING_OP_READ, which completes
+	// inline for page-cached data, and sent in one send with the bytes
+	// around them; larger ones are spliced (file -> pipe -> socket).
+	// io_uring runs every splice on an io-wq worker thread, so a small
+	// fetch answer cost two thread hand-offs and three sends. 0 means
+	// 64 KiB; negative splices every file part (the A/B switch).
+	FileCopyMax int
 	// SendZCMin sends referenced parts (RingConn.WriteRef) of at least this
 	// many bytes with IORING_OP_SEND_ZC; 0 never (the default: on loopback
 	// and for small responses it costs more than it saves, see the doc).
@@ -143,6 +151,15 @@ type RingConn struct {
 	spInH     HandlerFunc
 	spOutH    HandlerFunc
 
+	// file parts read into memory (UringOptions.FileCopyMax)
+	arena      []byte        // their bytes, reused once none is queued
+	loads      int           // reads in flight
+	loadIdx    []int         // q index of each read of the batch
+	loadFill   []int         // bytes each read of the batch has got
+	loadHs     []HandlerFunc // one handler per read slot, made once
+	loadErr    error
+	loadedLive int // queued parts whose bytes are in arena
+
 	ops        int // ops in flight that use fd
 	closeAfter bool
 	closing    bool
@@ -153,11 +170,11 @@ type RingConn struct {
 
 // ConnStats are a connection's counters (loop-owned).
 type ConnStats struct {
-	Frames, RecvBytes, SentBytes, Sends, Splices uint64
+	Frames, RecvBytes, SentBytes, Sends, Splices, FileReads uint64
 }
 
 type outPart struct {
-	buf    int8 // 0/1: wbuf[buf][lo:hi]; -1: ref; -2: file
+	buf    int8 // 0/1: wbuf[buf][lo:hi]; -1: ref; -2: file; -3: file bytes read into arena (ref); -4: being read into arena[lo:hi]
 	lo, hi int
 	ref    []byte
 	f      *os.File
@@ -214,6 +231,9 @@ func NewUring(o UringOptions) (Engine, error) {
 	}
 	if o.RecvBufSize <= 0 {
 		o.RecvBufSize = 32 << 10
+	}
+	if o.FileCopyMax == 0 {
+		o.FileCopyMax = 64 << 10
 	}
 	e := &uring{o: o, stop: make(chan struct{})}
 	for _, s := range o.Shards {
@@ -710,6 +730,9 @@ func (c *RingConn) kick() {
 		c.wbuf[c.wcur^1] = c.wbuf[c.wcur^1][:0]
 		c.wcur ^= 1
 	}
+	if c.loadFileParts() {
+		return // the reads' completion kicks again
+	}
 	p := &c.q[c.qh]
 	if p.buf == -2 {
 		c.spliceIn()
@@ -753,9 +776,9 @@ func (c *RingConn) kick() {
 // partBytes is the unsent bytes of a byte part, nil for a file part.
 func (c *RingConn) partBytes(p *outPart) []byte {
 	switch p.buf {
-	case -1:
+	case -1, -3:
 		return p.ref
-	case -2:
+	case -2, -4:
 		return nil
 	}
 	return c.wbuf[p.buf][p.lo:p.hi]
@@ -791,7 +814,7 @@ func (c *RingConn) advance(n int) {
 		p := &c.q[c.qh]
 		b := c.partBytes(p)
 		if n < len(b) {
-			if p.buf == -1 {
+			if p.buf == -1 || p.buf == -3 {
 				p.ref = p.ref[n:]
 			} else {
 				p.lo += n
@@ -807,8 +830,120 @@ func (c *RingConn) release(p *outPart) {
 	if p.buf >= 0 {
 		c.wrefs[p.buf]--
 	}
+	if p.buf == -3 {
+		c.loadedLive--
+	}
 	*p = outPart{}
 	c.qh++
+}
+
+// loadBatchMax bounds the bytes of file parts read into memory at once.
+const loadBatchMax = 256 << 10
+
+// maxLoads is the most file parts read in one batch (as many as one
+// writev sends).
+const maxLoads = 64
+
+// loadFileParts reads the small file parts at the front of the queue into
+// the arena, all in one submission, when no part still uses the arena. It
+// reports whether reads are in flight (the send waits for them).
+func (c *RingConn) loadFileParts() bool {
+	limit := c.us.e.o.FileCopyMax
+	if limit <= 0 || c.loadedLive > 0 {
+		return false
+	}
+	total, n := 0, 0
+	for i := c.qh; i < len(c.q) && i < c.qh+maxLoads; i++ {
+		p := &c.q[i]
+		if p.buf != -2 {
+			continue
+		}
+		if p.n > int64(limit) || total+int(p.n) > loadBatchMax {
+			break
+		}
+		total += int(p.n)
+		n++
+	}
+	if n == 0 {
+		return false
+	}
+	if cap(c.arena) < total {
+		c.arena = make([]byte, max(total, 64<<10))
+	}
+	if c.loadHs == nil {
+		c.loadHs = make([]HandlerFunc, maxLoads)
+		c.loadIdx = make([]int, maxLoads)
+		c.loadFill = make([]int, maxLoads)
+		for k := range c.loadHs {
+			c.loadHs[k] = func(cqe CQE) { c.onLoad(k, cqe) }
+		}
+	}
+	lo, k := 0, 0
+	for i := c.qh; k < n; i++ {
+		p := &c.q[i]
+		if p.buf != -2 {
+			continue
+		}
+		p.buf, p.lo, p.hi = -4, lo, lo+int(p.n)
+		lo += int(p.n)
+		c.loadIdx[k], c.loadFill[k] = i, 0
+		if _, err := c.us.ring.Read(int(p.f.Fd()), c.arena[p.lo:p.hi], p.off, false, c.loadHs[k]); err != nil {
+			c.Abort(err) // the reads in flight finish the close
+			return true
+		}
+		c.loads++
+		c.ops++
+		c.Stats.FileReads++
+		k++
+	}
+	c.sending = true
+	return true
+}
+
+// onLoad completes read k of a batch; a short read reads the rest.
+func (c *RingConn) onLoad(k int, cqe CQE) {
+	c.ops--
+	c.loads--
+	p := &c.q[c.loadIdx[k]]
+	switch {
+	case c.closing:
+	case cqe.Res < 0:
+		c.loadErr = cqe.Err()
+	case cqe.Res == 0:
+		c.loadErr = fmt.Errorf("segment %s ended %d bytes early", p.f.Name(), p.n-int64(c.loadFill[k]))
+	default:
+		c.loadFill[k] += int(cqe.Res)
+		if fill := c.loadFill[k]; fill < p.hi-p.lo {
+			if _, err := c.us.ring.Read(int(p.f.Fd()), c.arena[p.lo+fill:p.hi], p.off+int64(fill), false, c.loadHs[k]); err != nil {
+				c.loadErr = err
+				break
+			}
+			c.loads++
+			c.ops++
+			return
+		}
+	}
+	if c.loads > 0 {
+		return
+	}
+	c.sending = false
+	if c.closing {
+		c.finishClose()
+		return
+	}
+	if err := c.loadErr; err != nil {
+		c.loadErr = nil
+		c.Abort(err)
+		return
+	}
+	// Every read of the batch is in: their parts become byte parts.
+	for i := c.qh; i < len(c.q); i++ {
+		if q := &c.q[i]; q.buf == -4 {
+			*q = outPart{buf: -3, ref: c.arena[q.lo:q.hi]}
+			c.loadedLive++
+		}
+	}
+	c.kick()
 }
 
 func (c *RingConn) spliceIn() {

@@ -1,0 +1,162 @@
+package ioring
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// mixServer answers "mix" with an answer made of small and large file parts
+// and byte parts between them, "eof" with a file part that runs past the
+// end of the file; it keeps the closed connections' stats.
+type mixServer struct {
+	echoServer
+	stats atomic.Pointer[ConnStats]
+}
+
+type mixConn struct {
+	*echoConn
+	s *mixServer
+}
+
+// mixParts are the answer's parts: [off, n] of the file, or n < 0 for
+// -n bytes 'x'.
+var mixParts = [][2]int64{{0, 1000}, {0, -2}, {5000, 3000}, {100, 70000}, {10, 10}, {0, -5}, {7, 1}}
+
+func (s *mixServer) OpenRingConn(c *RingConn) RingConnCallbacks {
+	s.opened.Add(1)
+	return &mixConn{echoConn: &echoConn{s: &s.echoServer, c: c}, s: s}
+}
+
+func (m *mixConn) OnFrame(f []byte) FrameAction {
+	switch string(f) {
+	case "mix":
+		total := int64(0)
+		for _, p := range mixParts {
+			total += max(p[1], -p[1])
+		}
+		binary.BigEndian.PutUint32(m.hdr[:], uint32(total))
+		m.c.Write(m.hdr[:])
+		for _, p := range mixParts {
+			if p[1] < 0 {
+				m.c.Write(bytes.Repeat([]byte("x"), int(-p[1])))
+			} else {
+				m.c.WriteFile(m.s.file, p[0], p[1])
+			}
+		}
+		m.c.Flush()
+		return FrameContinue
+	case "eof":
+		binary.BigEndian.PutUint32(m.hdr[:], 100)
+		m.c.Write(m.hdr[:])
+		m.c.WriteFile(m.s.file, m.s.size-50, 100)
+		m.c.Flush()
+		return FrameContinue
+	}
+	return m.echoConn.OnFrame(f)
+}
+
+func (m *mixConn) OnClose(err error) {
+	st := m.c.Stats
+	m.s.stats.Store(&st)
+	m.echoConn.OnClose(err)
+}
+
+// TestUringFileReadParts: small file parts are read into memory and sent
+// with the bytes around them, large ones spliced, in order (and every one
+// spliced with FileCopyMax < 0); a part that runs past the end of its file
+// closes the connection with an error either way.
+func TestUringFileReadParts(t *testing.T) {
+	data := make([]byte, 200000)
+	for i := range data {
+		data[i] = byte(i*7 + i/251)
+	}
+	p := filepath.Join(t.TempDir(), "seg")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	var want []byte
+	for _, p := range mixParts {
+		if p[1] < 0 {
+			want = append(want, bytes.Repeat([]byte("x"), int(-p[1]))...)
+		} else {
+			want = append(want, data[p[0]:p[0]+p[1]]...)
+		}
+	}
+	for _, copyMax := range []int{0, -1} {
+		srv := &mixServer{echoServer: echoServer{file: f, size: int64(len(data))}}
+		e := startUring(t, 1, srv, UringOptions{MaxFrame: 1 << 20, FileCopyMax: copyMax})
+		c, err := net.Dial("tcp", e.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var req []byte
+		for i := 0; i < 3; i++ {
+			req = append(append(req, frame([]byte("mix"))...), frame([]byte("ping"))...)
+		}
+		c.Write(append(req, frame([]byte("close"))...))
+		for i := 0; i < 3; i++ {
+			if got := readFrame(t, c); !bytes.Equal(got, want) {
+				t.Fatalf("FileCopyMax %d, answer %d: got %d bytes, differing from the %d wanted", copyMax, i, len(got), len(want))
+			}
+			if got := readFrame(t, c); string(got) != "ping" {
+				t.Fatalf("FileCopyMax %d: got %q, want ping", copyMax, got)
+			}
+		}
+		if n, err := c.Read(make([]byte, 1)); err != io.EOF {
+			t.Fatalf("after close: read %d, %v; want EOF", n, err)
+		}
+		c.Close()
+		deadline := time.Now().Add(5 * time.Second)
+		for srv.stats.Load() == nil && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		st := srv.stats.Load()
+		if st == nil {
+			t.Fatal("the connection did not close")
+		}
+		// 5 file parts per answer, one of them over 64 KiB.
+		wantReads, wantSplices := uint64(3*4), uint64(3)
+		if copyMax < 0 {
+			wantReads, wantSplices = 0, 3*5
+		}
+		if st.FileReads != wantReads || st.Splices < wantSplices {
+			t.Fatalf("FileCopyMax %d: %d file reads, %d splices; want %d reads and at least %d splices", copyMax, st.FileReads, st.Splices, wantReads, wantSplices)
+		}
+
+		// A part past the end of the file.
+		c2, err := net.Dial("tcp", e.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c2.Write(frame([]byte("eof")))
+		c2.SetReadDeadline(time.Now().Add(5 * time.Second))
+		got, _ := io.ReadAll(c2)
+		c2.Close()
+		if len(got) >= 104 {
+			t.Fatalf("FileCopyMax %d: a part past the end of the file sent %d bytes, want the connection closed short", copyMax, len(got))
+		}
+		deadline = time.Now().Add(5 * time.Second)
+		for srv.closed.Load() < 2 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		srv.mu.Lock()
+		errs := srv.errs
+		srv.mu.Unlock()
+		if len(errs) != 1 || errors.Is(errs[0], io.EOF) {
+			t.Fatalf("FileCopyMax %d: close errors %v, want the short file's", copyMax, errs)
+		}
+	}
+}
