@@ -40,7 +40,7 @@ type conn struct {
 	// lps are the fetch long polls waiting for this connection's answers;
 	// markClosed ends them (fetch_wait.go).
 	lpMu sync.Mutex
-	lps  map[*fetchLongPoll]struct{}
+	lps  map[*fetchLongPoll]uint64 // with the poll's generation
 
 	// ring is set when the uring engine serves the connection (nc is nil):
 	// frames arrive from its loop and responses go out through its ring
@@ -183,15 +183,15 @@ func (c *conn) markClosed() {
 	lps := c.lps
 	c.lps = nil
 	c.lpMu.Unlock()
-	for lp := range lps {
-		lp.end()
+	for lp, gen := range lps {
+		lp.end(gen)
 	}
 }
 
 // addLongPoll registers lp to be ended with the connection; false when
 // the connection has closed already. (A nil conn, in tests that run
 // handlers without one, registers nothing.)
-func (c *conn) addLongPoll(lp *fetchLongPoll) bool {
+func (c *conn) addLongPoll(lp *fetchLongPoll, gen uint64) bool {
 	if c == nil {
 		return true
 	}
@@ -203,9 +203,9 @@ func (c *conn) addLongPoll(lp *fetchLongPoll) bool {
 	default:
 	}
 	if c.lps == nil {
-		c.lps = make(map[*fetchLongPoll]struct{})
+		c.lps = make(map[*fetchLongPoll]uint64)
 	}
-	c.lps[lp] = struct{}{}
+	c.lps[lp] = gen
 	return true
 }
 

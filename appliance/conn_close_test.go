@@ -62,4 +62,24 @@ func TestAbandonedLongPollClosesConnection(t *testing.T) {
 	if got := f.b.metrics.fetchPurgatory.Load(); got > purgatory {
 		t.Fatalf("%d abandoned long polls still in the fetch purgatory", got-purgatory)
 	}
+
+	// Clients that leave right after sending: the connection is often
+	// gone before the first read pass ends (a poll that could not register
+	// with its closed connection once crashed the broker).
+	for i := 0; i < 200; i++ {
+		nc, err := net.Dial("tcp", f.b.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc.Write(frame)
+		nc.Close()
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for (conns() > base || f.b.metrics.fetchPurgatory.Load() > purgatory) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got, p := conns(), f.b.metrics.fetchPurgatory.Load(); got > base || p > purgatory {
+		t.Fatalf("after 200 write-and-leave clients: %d connections and %d polls left", got-base, p-purgatory)
+	}
+	f.produceOne(f.produce) // still serving
 }

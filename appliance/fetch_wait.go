@@ -4,14 +4,15 @@ package appliance
 // on their owner shards by a reused message (fetchState.step) that runs on
 // one shard per run of consecutive partitions on it and posts itself to the
 // next; the last one encodes the answer into the request's reused buffers
-// and completes the slot. A fetch that has to wait for min_bytes (a long
-// poll) stays goroutine-free too: it parks a waiter on the partitions it
-// read, and an append, its max_wait_ms timer or the connection's end starts
-// the next read pass (fetchLongPoll). Only answers that client quotas may
-// hold continue on a goroutine.
+// and completes the slot. A fetch that may wait for min_bytes (a long poll)
+// stays goroutine-free too: each pass parks it on the partitions it reads,
+// and an append, its max_wait_ms timer or the connection's end starts the
+// next pass (fetchLongPoll). Only answers that client quotas may hold
+// continue on a goroutine.
 
 import (
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -35,19 +36,20 @@ type fetchState struct {
 	total    int32
 	anyErr   bool
 	stepFn   func()
-	lp       *fetchLongPoll // set once the first pass came short of min_bytes
+	lp       fetchLongPoll
 }
 
 func (fs *fetchState) init(rs *reqState) {
 	fs.rs = rs
 	fs.stepFn = fs.step
+	fs.lp.fs = fs
+	fs.lp.state.Store(lpDone)
 }
 
 func (fs *fetchState) reset(b *Broker, r *request, req *kmsg.FetchRequest, im *Image) {
 	fs.b, fs.r, fs.req, fs.im = b, r, req, im
 	fs.outs, fs.ins = fs.outs[:0], fs.ins[:0]
 	fs.i, fs.total, fs.anyErr = 0, 0, false
-	fs.lp = nil
 }
 
 // addTopic appends a response topic, reusing an old one's partitions.
@@ -79,6 +81,9 @@ func (fs *fetchState) begin() {
 	fs.b.metrics.fetchPurgatory.Add(1)
 	fs.rs.refs.Add(1) // the read pass's
 	fs.groupByShard()
+	if fs.req.MaxWaitMillis > 0 {
+		fs.lp.begin(fs.start.Add(time.Duration(fs.req.MaxWaitMillis) * time.Millisecond))
+	}
 	fs.shardOf(0).loop.Post(fs.stepFn)
 }
 
@@ -115,7 +120,7 @@ func (fs *fetchState) shardOf(i int) *shardState {
 }
 
 // step reads the run of partitions that starts at fs.i, on their shard;
-// during a long poll it parks the waiter on each partition it read.
+// a fetch that may wait parks on each partition it read.
 func (fs *fetchState) step() {
 	st := fs.shardOf(fs.i)
 	j := fs.i + 1
@@ -124,7 +129,8 @@ func (fs *fetchState) step() {
 	}
 	budget := fs.maxBytes - fs.total
 	first := fs.total == 0
-	lp := fs.lp
+	park := fs.req.MaxWaitMillis > 0
+	gen := fs.lp.gen.Load()
 	for _, in := range fs.ins[fs.i:j] {
 		op := &fs.outs[in.ti].parts[in.pi]
 		part := st.parts[tpKey{in.topic.ID, in.partition}]
@@ -138,9 +144,11 @@ func (fs *fetchState) step() {
 			fs.total += n
 		}
 		// Park on every readable partition, also those that gave bytes:
-		// with min_bytes not yet reached, any append may complete it.
-		if lp != nil && part != nil && !err {
-			part.park(&lp.w)
+		// should the pass end short of min_bytes, any append may complete
+		// it. A fetch that answers at once leaves stale entries behind,
+		// which its generation (fetchLongPoll.gen) makes inert.
+		if park && part != nil && !err {
+			part.parkPoll(&fs.lp, gen)
 		}
 	}
 	fs.i = j
@@ -153,18 +161,12 @@ func (fs *fetchState) step() {
 		fs.finish()
 		return
 	}
-	if lp == nil {
-		fs.startLongPoll()
-		return
-	}
-	lp.passDone()
+	fs.lp.passDone()
 }
 
 // finish answers with what the last pass read.
 func (fs *fetchState) finish() {
-	if lp := fs.lp; lp != nil {
-		lp.close()
-	}
+	fs.lp.close()
 	fs.answer(fs.enc.encode(fs.r.version, 0, 0, fs.outs), false)
 }
 
@@ -175,8 +177,8 @@ func (fs *fetchState) restart() {
 }
 
 // Long-poll states: a read pass runs (reading), runs and something changed
-// since it began (dirty: it reads again at its end), or none runs and the
-// waiter is parked (waiting).
+// since it began (dirty: it reads again at its end), none runs and the
+// fetch is parked (waiting), or no poll is on (done).
 const (
 	lpReading int32 = iota
 	lpDirty
@@ -184,51 +186,87 @@ const (
 	lpDone
 )
 
-// fetchLongPoll is one long poll (min_bytes not reached, max_wait_ms not
-// over): a waiter parked on every partition the passes read, a timer for
-// max_wait_ms, and a state that decides who starts the next pass. A fresh
-// one per long poll, so that a registration left in a partition's waiter
-// list can never wake a later fetch on the same request storage.
+// fetchLongPoll is the waiting side of a fetch with max_wait_ms: parked on
+// every partition its passes read, a timer for max_wait_ms, and a state
+// that decides who starts the next pass. It lives in the request's storage
+// and is reused: gen, bumped when a fetch ends, tells the partitions'
+// entries of earlier fetches apart, and a timer that fires late checks
+// the deadline of the poll it finds.
 type fetchLongPoll struct {
-	fs       *fetchState
-	w        fetchWaiter
-	state    atomic.Int32
-	expired  atomic.Bool // max_wait_ms is over: the next pass answers
-	gone     atomic.Bool // the connection closed: answer nothing
-	timer    *time.Timer
-	deadline time.Time
+	fs    *fetchState
+	gen   atomic.Uint64
+	state atomic.Int32
+	// goneGen is gen+1 once the connection of poll gen closed (answer
+	// nothing); a late end() of an earlier poll stores a stale value.
+	goneGen atomic.Uint64
+	timer   *time.Timer // made once, Reset for each poll
+	armed   bool        // the timer and the conn registration are on (pass owner only)
+
+	mu         sync.Mutex // the timer's view: deadline and expiry
+	deadline   time.Time
+	expiredGen uint64 // gen+1 once max_wait_ms of poll gen is over
 }
 
-// startLongPoll runs at the end of the first pass that came short: it
-// parks for the rest of max_wait_ms, reading again once with the waiter
-// parked so that no append between the passes is missed.
-func (fs *fetchState) startLongPoll() {
-	deadline := fs.start.Add(time.Duration(fs.req.MaxWaitMillis) * time.Millisecond)
-	left := time.Until(deadline)
-	if left <= 0 {
+// begin starts a poll that may wait until deadline; the first pass runs.
+func (lp *fetchLongPoll) begin(deadline time.Time) {
+	lp.mu.Lock()
+	lp.deadline, lp.expiredGen = deadline, 0
+	lp.mu.Unlock()
+	lp.armed = false
+	lp.state.Store(lpReading)
+}
+
+// over reports whether max_wait_ms of the current poll is over.
+func (lp *fetchLongPoll) over() bool {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	return lp.expiredGen == lp.gen.Load()+1 || !time.Now().Before(lp.deadline)
+}
+
+// passDone runs at the end of a pass that did not reach min_bytes.
+func (lp *fetchLongPoll) passDone() {
+	fs := lp.fs
+	switch {
+	case lp.goneGen.Load() == lp.gen.Load()+1:
+		lp.close()
+		fs.answer(nil, false)
+		return
+	case lp.over():
 		fs.finish()
 		return
 	}
-	lp := &fetchLongPoll{fs: fs, deadline: deadline}
-	lp.w.wake = lp.wake
-	fs.lp = lp
-	if !fs.r.c.addLongPoll(lp) {
-		lp.close()
-		fs.answer(nil, false) // the connection is closing
-		return
+	if !lp.armed {
+		if !fs.r.c.addLongPoll(lp, lp.gen.Load()) {
+			lp.close()
+			fs.answer(nil, false) // the connection is closing
+			return
+		}
+		lp.mu.Lock()
+		left := time.Until(lp.deadline)
+		lp.mu.Unlock()
+		if lp.timer == nil {
+			lp.timer = time.AfterFunc(left, lp.expire)
+		} else {
+			lp.timer.Reset(left)
+		}
+		lp.armed = true
 	}
-	lp.timer = time.AfterFunc(left, lp.expire)
+	if lp.state.CompareAndSwap(lpReading, lpWaiting) {
+		return // parked: wake starts the next pass
+	}
+	lp.state.Store(lpReading) // dirty: read again now
 	fs.restart()
 }
 
-// wake starts a pass, or marks the running one dirty (any goroutine; a
-// partition's append calls it on the partition's shard).
-func (lp *fetchLongPoll) wake() {
-	for {
-		switch st := lp.state.Load(); st {
+// wake starts a pass, or marks the running one dirty; gen is the
+// generation the caller parked with (any goroutine: a partition's append
+// calls it on the partition's shard).
+func (lp *fetchLongPoll) wake(gen uint64) {
+	for lp.gen.Load() == gen {
+		switch lp.state.Load() {
 		case lpWaiting:
 			if lp.state.CompareAndSwap(lpWaiting, lpReading) {
-				if lp.gone.Load() {
+				if lp.goneGen.Load() == gen+1 {
 					lp.close()
 					lp.fs.answer(nil, true)
 					return
@@ -246,39 +284,39 @@ func (lp *fetchLongPoll) wake() {
 	}
 }
 
-func (lp *fetchLongPoll) expire() { lp.expired.Store(true); lp.wake() }
-
-// end wakes the poll for the connection's end (conn.endLongPolls).
-func (lp *fetchLongPoll) end() { lp.gone.Store(true); lp.wake() }
-
-// passDone runs at the end of a pass that did not reach min_bytes.
-func (lp *fetchLongPoll) passDone() {
-	fs := lp.fs
-	switch {
-	case lp.gone.Load():
-		lp.close()
-		fs.answer(nil, false)
-		return
-	case lp.expired.Load() || !time.Now().Before(lp.deadline):
-		fs.finish()
+// expire is the max_wait_ms timer; a late one from an earlier poll finds
+// the deadline of the current one still ahead and does nothing.
+func (lp *fetchLongPoll) expire() {
+	lp.mu.Lock()
+	if time.Now().Before(lp.deadline) {
+		lp.mu.Unlock()
 		return
 	}
-	if lp.state.CompareAndSwap(lpReading, lpWaiting) {
-		return // parked: wake starts the next pass
-	}
-	lp.state.Store(lpReading) // dirty: read again now
-	fs.restart()
+	gen := lp.gen.Load()
+	lp.expiredGen = gen + 1
+	lp.mu.Unlock()
+	lp.wake(gen)
 }
 
-// close ends the poll: its waiter drops out of the partitions' lists, its
-// timer stops and the connection forgets it.
+// end wakes poll gen for the connection's end (conn.markClosed).
+func (lp *fetchLongPoll) end(gen uint64) {
+	lp.goneGen.Store(gen + 1)
+	lp.wake(gen)
+}
+
+// close ends the poll: its partitions' entries go stale, its timer stops
+// and the connection forgets it.
 func (lp *fetchLongPoll) close() {
-	lp.state.Store(lpDone)
-	lp.w.done.Store(true)
-	if lp.timer != nil {
-		lp.timer.Stop()
+	if lp.state.Load() == lpDone {
+		return
 	}
-	lp.fs.r.c.removeLongPoll(lp)
+	lp.gen.Add(1)
+	lp.state.Store(lpDone)
+	if lp.armed {
+		lp.armed = false
+		lp.timer.Stop()
+		lp.fs.r.c.removeLongPoll(lp)
+	}
 }
 
 // answer completes the fetch with out (nil: the connection closed);

@@ -103,18 +103,24 @@ type partition struct {
 
 	offline error // set after an I/O error: the partition refuses reads and writes
 
-	waiters []*fetchWaiter
+	waiters []*fetchWaiter // ShareFetch long polls
+	polls   []parkedPoll   // Fetch long polls (fetch_wait.go)
 
 	unflushed int64
 	lastFlush time.Time
 }
 
-// fetchWaiter is a parked long-poll fetch: woken through wake when set
-// (Fetch, fetch_wait.go), else through notify, buffered (1) (ShareFetch).
+// fetchWaiter is a parked ShareFetch long poll; notify is buffered (1).
 type fetchWaiter struct {
 	notify chan struct{}
-	wake   func()
 	done   atomic.Bool
+}
+
+// parkedPoll is a Fetch parked on a partition, with the generation it
+// parked in: a later fetch on the same request storage is not woken.
+type parkedPoll struct {
+	lp  *fetchLongPoll
+	gen uint64
 }
 
 func newPartition(b *Broker, st *shardState, topic string, id TopicID, index, epoch int32, l *nvme.Log, cfg topicConfig) *partition {
@@ -223,13 +229,12 @@ func (p *partition) goOffline(err error) {
 }
 
 func (p *partition) wakeWaiters() {
+	polls := p.polls
+	p.polls = p.polls[:0]
+	for _, x := range polls {
+		x.lp.wake(x.gen)
+	}
 	for _, w := range p.waiters {
-		if w.wake != nil {
-			if !w.done.Load() {
-				w.wake()
-			}
-			continue
-		}
 		select {
 		case w.notify <- struct{}{}:
 		default:
@@ -247,6 +252,19 @@ func (p *partition) park(w *fetchWaiter) {
 		}
 	}
 	p.waiters = append(live, w)
+}
+
+// parkPoll registers a Fetch long poll of generation gen to be woken by the
+// next append, dropping entries of ended polls and duplicates.
+func (p *partition) parkPoll(lp *fetchLongPoll, gen uint64) {
+	live := p.polls[:0]
+	for _, x := range p.polls {
+		if x.lp == lp || x.gen != x.lp.gen.Load() {
+			continue
+		}
+		live = append(live, x)
+	}
+	p.polls = append(live, parkedPoll{lp, gen})
 }
 
 // housekeep rolls by time and, when asked, applies retention.
