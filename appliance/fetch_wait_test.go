@@ -143,3 +143,30 @@ func TestFetchLongPoll(t *testing.T) {
 		t.Fatalf("fetch purgatory %d, want %d", got, base)
 	}
 }
+
+// TestBigFramePool: large frames come from power-of-two classes and go
+// back to them; sizes past the largest class are plain allocations.
+func TestBigFramePool(t *testing.T) {
+	for _, tc := range []struct{ n, wantCap int }{
+		{maxPooledFrame + 1, 2 << 20},
+		{2 << 20, 2 << 20},
+		{2<<20 + 1, 4 << 20},
+		{100 << 20, 128 << 20},
+		{200 << 20, 200 << 20},
+	} {
+		b := getBigFrame(tc.n)
+		if len(b) != tc.n || cap(b) != tc.wantCap {
+			t.Fatalf("getBigFrame(%d): len %d cap %d, want cap %d", tc.n, len(b), cap(b), tc.wantCap)
+		}
+		putBigFrame(b)
+	}
+	rs := getReqState(3 << 20)
+	if cap(rs.frame) != 4<<20 {
+		t.Fatalf("a 3 MiB request got a %d-byte frame, want the 4 MiB class", cap(rs.frame))
+	}
+	rs.pooled = true
+	rs.unref()
+	if rs.frame != nil {
+		t.Fatal("a released state kept its large frame")
+	}
+}

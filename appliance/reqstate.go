@@ -67,7 +67,11 @@ func getReqState(n int) *reqState {
 		rs = newReqState()
 	}
 	if cap(rs.frame) < n {
-		rs.frame = make([]byte, n, max(n, 512))
+		if n > maxPooledFrame {
+			rs.frame = getBigFrame(n)
+		} else {
+			rs.frame = make([]byte, n, max(n, 512))
+		}
 	}
 	rs.frame = rs.frame[:n]
 	rs.refs.Store(1) // the writer's
@@ -80,13 +84,50 @@ func getReqState(n int) *reqState {
 // maxPooledFrame is the largest frame buffer a pooled state keeps.
 const maxPooledFrame = 1 << 20
 
+// Frames above maxPooledFrame (large produce requests) come from pools by
+// power-of-two size class, 2 MiB to 128 MiB: at 240 MB/s of 1-4 MB produce
+// requests, allocating each (zeroed, then faulted in) was ~7% of the
+// broker's CPU. Larger frames are allocated and left to the GC.
+var bigFrames [7]sync.Pool
+
+const bigFrameShift = 21 // class 0 holds 2 MiB buffers
+
+func bigFrameClass(n int) int {
+	c := 0
+	for n > 1<<(bigFrameShift+c) {
+		c++
+	}
+	return c
+}
+
+// getBigFrame returns a buffer of length n > maxPooledFrame.
+func getBigFrame(n int) []byte {
+	c := bigFrameClass(n)
+	if c >= len(bigFrames) {
+		return make([]byte, n)
+	}
+	if b, ok := bigFrames[c].Get().([]byte); ok {
+		return b[:n]
+	}
+	return make([]byte, n, 1<<(bigFrameShift+c))
+}
+
+// putBigFrame gives a getBigFrame buffer back.
+func putBigFrame(b []byte) {
+	c := bigFrameClass(cap(b))
+	if c < len(bigFrames) && cap(b) == 1<<(bigFrameShift+c) {
+		bigFrames[c].Put(b[:0]) //nolint:staticcheck // the slice header's allocation is noise next to the buffer's
+	}
+}
+
 // unref drops one reference; the last one returns a pooled state.
 func (rs *reqState) unref() {
 	if rs.refs.Add(-1) == 0 && rs.pooled {
 		rs.slot.resp = nil
 		rs.req = request{rs: rs}
 		if cap(rs.frame) > maxPooledFrame {
-			rs.frame = nil // one large produce does not pin its frame
+			putBigFrame(rs.frame) // one large produce does not pin its frame
+			rs.frame = nil
 		}
 		reqPool.Put(rs)
 	}
