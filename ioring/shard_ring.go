@@ -90,7 +90,7 @@ var ringShards atomic.Int32
 // preemption of the locked loop handed its P to another thread and back.
 // A yield every 5 ms (~200 per shard a second, one hand-off each) keeps
 // the tick moving and sysmon at its 10 ms idle pace.
-const schedYieldEvery = 5 * time.Millisecond
+const schedYieldEvery = 8 * time.Millisecond
 
 // yieldBeforeSleep reports whether a ring loop should call runtime.Gosched
 // before it sleeps in io_uring_enter. The sleeping loop keeps its P (a
