@@ -16,6 +16,7 @@ type sinkServer struct {
 	echoServer
 	owned, copied atomic.Int64
 	buffers       atomic.Int64
+	directRecvs   atomic.Int64 // of the closed connections
 }
 
 type sinkConn struct {
@@ -32,6 +33,11 @@ func (s *sinkServer) OpenRingConn(c *RingConn) RingConnCallbacks {
 func (k *sinkConn) OnFrame(f []byte) FrameAction {
 	k.s.copied.Add(1)
 	return k.echoConn.OnFrame(f)
+}
+
+func (k *sinkConn) OnClose(err error) {
+	k.s.directRecvs.Add(int64(k.c.Stats.DirectRecvs))
+	k.echoConn.OnClose(err)
 }
 
 func (k *sinkConn) FrameBuffer(size int) []byte {
@@ -95,6 +101,13 @@ func TestUringFrameSink(t *testing.T) {
 			}(cn)
 		}
 		wg.Wait()
+		deadline := time.Now().Add(5 * time.Second)
+		for srv.closed.Load() < 3 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if srv.directRecvs.Load() == 0 {
+			t.Fatalf("pause %v: no recv went straight into a large frame", pause)
+		}
 		if srv.owned.Load() == 0 || srv.copied.Load() == 0 {
 			t.Fatalf("pause %v: %d frames through the sink, %d copied; want both kinds", pause, srv.owned.Load(), srv.copied.Load())
 		}

@@ -131,6 +131,9 @@ type RingConn struct {
 	big       []byte // a large frame assembled in FrameSink storage
 	bigFill   int    // bytes of big received
 	sink      FrameSink
+	bigH      HandlerFunc
+	direct    bool // the armed recv reads into big (not the buffer ring)
+	cancelled bool // a cancel of the armed multishot recv is on its way
 	lastRecv  time.Time
 	recvH     HandlerFunc
 
@@ -171,6 +174,7 @@ type RingConn struct {
 // ConnStats are a connection's counters (loop-owned).
 type ConnStats struct {
 	Frames, RecvBytes, SentBytes, Sends, Splices, FileReads uint64
+	DirectRecvs                                             uint64 // recvs straight into a large frame's storage
 }
 
 type outPart struct {
@@ -408,6 +412,7 @@ func (us *uringShard) onAccept(l int, c CQE) {
 	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	rc := &RingConn{us: us, fd: fd, listener: l, pipe: [2]int{-1, -1}, lastRecv: time.Now(), remote: peerName(fd)}
 	rc.recvH = rc.onRecv
+	rc.bigH = rc.onBigRecv
 	rc.sendH = rc.onSend
 	rc.spInH = rc.onSpliceIn
 	rc.spOutH = rc.onSpliceOut
@@ -468,17 +473,64 @@ func (c *RingConn) Fd() int { return c.fd }
 // Closed reports whether the connection is closing or closed.
 func (c *RingConn) Closed() bool { return c.closing }
 
+// armRecv arms the multishot recv from the buffer ring or, while a large
+// frame is being assembled, a plain recv straight into its storage, so its
+// bytes are copied once, by the kernel. (Not MSG_WAITALL: each completion
+// shows progress to the frame timeout.)
 func (c *RingConn) armRecv() {
 	if c.recvArmed || c.closing || c.paused {
 		return
 	}
-	ud, err := c.us.ring.RecvMultishot(c.fd, c.us.br, 0, c.recvH)
+	var ud uint64
+	var err error
+	if c.big != nil {
+		ud, err = c.us.ring.Recv(c.fd, c.big[c.bigFill:], 0, c.bigH)
+	} else {
+		ud, err = c.us.ring.RecvMultishot(c.fd, c.us.br, 0, c.recvH)
+	}
 	if err != nil {
 		c.Abort(fmt.Errorf("cannot arm recv: %w", err))
 		return
 	}
-	c.recvUD, c.recvArmed = ud, true
+	c.recvUD, c.recvArmed, c.direct, c.cancelled = ud, true, c.big != nil, false
 	c.ops++
+}
+
+// onBigRecv completes a recv into a large frame's storage.
+func (c *RingConn) onBigRecv(cqe CQE) {
+	c.recvArmed = false
+	c.ops--
+	switch {
+	case cqe.Res > 0 && c.big != nil:
+		c.Stats.DirectRecvs++
+		c.lastRecv = time.Now()
+		c.Stats.RecvBytes += uint64(cqe.Res)
+		c.bigFill += int(cqe.Res)
+		if c.bigFill == len(c.big) {
+			c.deliverBig()
+		}
+		c.armRecv()
+	case cqe.Res == 0:
+		c.Abort(nil) // EOF
+	case cqe.Res == -int32(unix.ECANCELED), cqe.Res > 0:
+		c.armRecv() // closing or paused: a no-op
+	default:
+		c.Abort(cqe.Err())
+	}
+	c.finishClose()
+}
+
+// deliverBig hands the completed large frame to the sink.
+func (c *RingConn) deliverBig() {
+	frame := c.big
+	c.big, c.bigFill = nil, 0
+	c.Stats.Frames++
+	switch c.sink.OnOwnedFrame(frame) {
+	case FramePause:
+		c.pause()
+	case FrameClose:
+		c.Close()
+	}
 }
 
 func (c *RingConn) onRecv(cqe CQE) {
@@ -522,15 +574,7 @@ func (c *RingConn) feed(data []byte) {
 		if c.bigFill < len(c.big) {
 			return
 		}
-		frame := c.big
-		c.big, c.bigFill = nil, 0
-		c.Stats.Frames++
-		switch c.sink.OnOwnedFrame(frame) {
-		case FramePause:
-			c.pause()
-		case FrameClose:
-			c.Close()
-		}
+		c.deliverBig()
 		if len(data) == 0 || c.closing || c.closeAfter {
 			return
 		}
@@ -580,6 +624,12 @@ func (c *RingConn) cut(b []byte) []byte {
 				// Assemble it in the handler's storage (FrameSink).
 				c.big = c.sink.FrameBuffer(int(size))
 				c.bigFill = copy(c.big, b[4:])
+				// The rest goes straight into it: the multishot recv
+				// ends, and its last completion arms a recv into big.
+				if c.recvArmed && !c.direct && !c.cancelled {
+					c.cancelled = true
+					_, _ = c.us.ring.Cancel(c.recvUD, 0, nil)
+				}
 				return nil
 			}
 			break
