@@ -231,7 +231,7 @@ var brokerDefaults = map[string]string{
 	"shards":                           "0",
 	"io.engine":                        "netpoll",
 	"io.uring.spare.procs":             "true",
-	"io.uring.fetch.read.max.bytes":    "65536",
+	"io.uring.fetch.read.max.bytes":    "1048576",
 	"log.io.mode":                      "buffered",
 	"log.io.cache.bytes":               "67108864",
 	"offsets.topic.num.partitions":     "50",

@@ -95,7 +95,7 @@ func TestUringFileReadParts(t *testing.T) {
 			want = append(want, data[p[0]:p[0]+p[1]]...)
 		}
 	}
-	for _, copyMax := range []int{0, -1} {
+	for _, copyMax := range []int{64 << 10, 0, -1} {
 		srv := &mixServer{echoServer: echoServer{file: f, size: int64(len(data))}}
 		e := startUring(t, 1, srv, UringOptions{MaxFrame: 1 << 20, FileCopyMax: copyMax})
 		c, err := net.Dial("tcp", e.Addr().String())
@@ -127,12 +127,16 @@ func TestUringFileReadParts(t *testing.T) {
 		if st == nil {
 			t.Fatal("the connection did not close")
 		}
-		// 5 file parts per answer, one of them over 64 KiB.
+		// 5 file parts per answer, one of them over 64 KiB (the default
+		// limit, 1 MiB, reads them all).
 		wantReads, wantSplices := uint64(3*4), uint64(3)
-		if copyMax < 0 {
+		switch {
+		case copyMax < 0:
 			wantReads, wantSplices = 0, 3*5
+		case copyMax == 0:
+			wantReads, wantSplices = 3*5, 0
 		}
-		if st.FileReads != wantReads || st.Splices < wantSplices {
+		if st.FileReads != wantReads || st.Splices < wantSplices || wantSplices == 0 && st.Splices > 0 {
 			t.Fatalf("FileCopyMax %d: %d file reads, %d splices; want %d reads and at least %d splices", copyMax, st.FileReads, st.Splices, wantReads, wantSplices)
 		}
 
@@ -158,5 +162,36 @@ func TestUringFileReadParts(t *testing.T) {
 		if len(errs) != 1 || errors.Is(errs[0], io.EOF) {
 			t.Fatalf("FileCopyMax %d: close errors %v, want the short file's", copyMax, errs)
 		}
+	}
+}
+
+// TestArenaPool: a shard hands out arenas of at least the size asked
+// (powers of two from 64 KiB), takes them back up to maxFreeArenas, and
+// keeps the larger ones when full.
+func TestArenaPool(t *testing.T) {
+	us := &uringShard{}
+	a := us.takeArena(100)
+	b := us.takeArena(200 << 10)
+	if cap(a) != 64<<10 || cap(b) != 256<<10 {
+		t.Fatalf("caps %d, %d; want 64 KiB and 256 KiB", cap(a), cap(b))
+	}
+	us.giveArena(a)
+	us.giveArena(b)
+	if c := us.takeArena(100 << 10); &c[0] != &b[0] {
+		t.Fatal("a 100 KiB request did not get the free 256 KiB arena")
+	}
+	if c := us.takeArena(10); &c[0] != &a[0] {
+		t.Fatal("a small request did not get the free 64 KiB arena")
+	}
+	for i := 0; i < maxFreeArenas; i++ {
+		us.giveArena(make([]byte, 64<<10))
+	}
+	us.giveArena(make([]byte, 1<<20))
+	us.giveArena(nil)
+	if len(us.arenas) != maxFreeArenas {
+		t.Fatalf("%d free arenas kept, want %d", len(us.arenas), maxFreeArenas)
+	}
+	if c := us.takeArena(1 << 20); cap(c) != 1<<20 {
+		t.Fatalf("the 1 MiB arena was not kept over a 64 KiB one (got %d)", cap(c))
 	}
 }
