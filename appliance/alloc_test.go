@@ -121,18 +121,8 @@ func newAllocFixture(tb testing.TB) *allocFixture {
 		tb.Fatalf("create topic: %v %+v", err, ctResp.Topics)
 	}
 
-	batch := appendBatch(nil, time.Now().UnixMilli(), 0, -1, -1, -1, []kmsg.Record{{Value: make([]byte, 100)}})
-	pr := kmsg.NewPtrProduceRequest()
-	pr.Acks, pr.TimeoutMillis = 1, 30000
-	pt := kmsg.NewProduceRequestTopic()
-	pt.Topic = "a"
-	pp := kmsg.NewProduceRequestTopicPartition()
-	pp.Records = batch
-	pt.Partitions = append(pt.Partitions, pp)
-	pr.Topics = append(pr.Topics, pt)
-	f.produce = frameOf(pr, 9, 2)
-	pr.Acks = -1
-	f.prodAll = frameOf(pr, 9, 3)
+	f.produce = produceFrame(0, 1, 2)
+	f.prodAll = produceFrame(0, -1, 3)
 
 	fr := kmsg.NewPtrFetchRequest()
 	fr.MaxWaitMillis, fr.MinBytes, fr.MaxBytes = 500, 1, 1<<20

@@ -10,11 +10,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// produceTo builds an acks=1 produce frame of one 100-byte record to
+// produceFrame builds a produce v9 frame of one 100-byte record to
 // partition p of topic "a".
-func produceTo(p int32) []byte {
+func produceFrame(p int32, acks int16, corrID int32) []byte {
 	pr := kmsg.NewPtrProduceRequest()
-	pr.Acks, pr.TimeoutMillis = 1, 30000
+	pr.Acks, pr.TimeoutMillis = acks, 30000
 	pt := kmsg.NewProduceRequestTopic()
 	pt.Topic = "a"
 	pp := kmsg.NewProduceRequestTopicPartition()
@@ -22,8 +22,11 @@ func produceTo(p int32) []byte {
 	pp.Records = appendBatch(nil, time.Now().UnixMilli(), 0, -1, -1, -1, []kmsg.Record{{Value: make([]byte, 100)}})
 	pt.Partitions = append(pt.Partitions, pp)
 	pr.Topics = append(pr.Topics, pt)
-	return frameOf(pr, 9, 20+p)
+	return frameOf(pr, 9, corrID)
 }
+
+// produceTo is an acks=1 produceFrame.
+func produceTo(p int32) []byte { return produceFrame(p, 1, 20+p) }
 
 // longPollFrame is a fetch v12 of partitions 1 and 2 of "a" (one on each
 // shard) from offset 0.

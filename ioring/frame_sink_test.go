@@ -68,36 +68,14 @@ func TestUringFrameSink(t *testing.T) {
 			wg.Add(1)
 			go func(cn int) {
 				defer wg.Done()
-				c, err := net.Dial("tcp", e.Addr().String())
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				defer c.Close()
-				var all []byte
-				var want [][]byte
+				var frames [][]byte
 				for i := 0; i < 40; i++ {
 					size := 1 + (i*7919)%60000 // from 1 byte to ~60 KB, both sides of bigFrameMin
 					f := bytes.Repeat([]byte{byte(i*3 + cn)}, size)
 					f[0], f[len(f)-1] = byte(i), byte(cn) // ends that a shifted copy would get wrong
-					want = append(want, f)
-					all = append(all, frame(f)...)
+					frames = append(frames, f)
 				}
-				go func() {
-					for len(all) > 0 {
-						n := min(len(all), 1+len(all)%9001)
-						if _, err := c.Write(all[:n]); err != nil {
-							return
-						}
-						all = all[n:]
-					}
-				}()
-				for i, w := range want {
-					if got := readFrame(t, c); !bytes.Equal(got, w) {
-						t.Errorf("pause %v conn %d frame %d: got %d bytes, want %d", pause, cn, i, len(got), len(w))
-						return
-					}
-				}
+				echoPipelined(t, e.Addr().String(), frames, 9001)
 			}(cn)
 		}
 		wg.Wait()

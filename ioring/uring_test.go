@@ -127,6 +127,37 @@ func readFrame(t testing.TB, c net.Conn) []byte {
 	return b
 }
 
+// echoPipelined writes frames to addr in one pipelined stream, cut in
+// pieces of 1+rest%piece bytes, and checks that each comes back whole and
+// in order.
+func echoPipelined(t *testing.T, addr string, frames [][]byte, piece int) {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer c.Close()
+	var all []byte
+	for _, f := range frames {
+		all = append(all, frame(f)...)
+	}
+	go func() {
+		for len(all) > 0 {
+			n := min(len(all), 1+len(all)%piece)
+			if _, err := c.Write(all[:n]); err != nil {
+				return
+			}
+			all = all[n:]
+		}
+	}()
+	for i, w := range frames {
+		if got := readFrame(t, c); !bytes.Equal(got, w) {
+			t.Errorf("frame %d: got %d bytes, want %d", i, len(got), len(w))
+			return
+		}
+	}
+}
+
 func TestUringEcho(t *testing.T) {
 	for _, pause := range []bool{false, true} {
 		srv := &echoServer{pause: pause}
@@ -136,36 +167,13 @@ func TestUringEcho(t *testing.T) {
 			wg.Add(1)
 			go func(cn int) {
 				defer wg.Done()
-				c, err := net.Dial("tcp", e.Addr().String())
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				defer c.Close()
 				// Pipelined frames of sizes that straddle the 4 KiB receive
 				// buffers, written in odd pieces.
-				var all []byte
-				var want [][]byte
+				var frames [][]byte
 				for i := 0; i < 50; i++ {
-					f := bytes.Repeat([]byte{byte(i + cn)}, 1+(i*977)%20000)
-					want = append(want, f)
-					all = append(all, frame(f)...)
+					frames = append(frames, bytes.Repeat([]byte{byte(i + cn)}, 1+(i*977)%20000))
 				}
-				go func() {
-					for len(all) > 0 {
-						n := min(len(all), 1+len(all)%7001)
-						if _, err := c.Write(all[:n]); err != nil {
-							return
-						}
-						all = all[n:]
-					}
-				}()
-				for i, w := range want {
-					if got := readFrame(t, c); !bytes.Equal(got, w) {
-						t.Errorf("conn %d frame %d: got %d bytes, want %d", cn, i, len(got), len(w))
-						return
-					}
-				}
+				echoPipelined(t, e.Addr().String(), frames, 7001)
 			}(cn)
 		}
 		wg.Wait()
