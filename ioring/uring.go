@@ -602,6 +602,9 @@ func (c *RingConn) feed(data []byte) {
 func (c *RingConn) SetMaxFrame(n int32) { c.maxFrame.Store(n) }
 
 func (c *RingConn) compact(rest []byte) {
+	if len(rest) == len(c.acc) {
+		return // nothing was cut (rest is acc): copying it onto itself per chunk made a trickled frame quadratic
+	}
 	n := copy(c.acc, rest)
 	c.acc = c.acc[:n]
 	if n == 0 && cap(c.acc) > 4<<20 {
