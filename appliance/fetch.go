@@ -121,7 +121,8 @@ func readPartition(part *partition, in fetchPartIn, op *fetchPartOut, budget int
 	if isolation == 1 {
 		maxOffset = op.lso
 	}
-	res, err := part.log.ReadInto(op.chunks, in.offset, limit, maxOffset, first)
+	res, ends, err := part.log.ReadBatchesInto(op.chunks, op.ends[:0], in.offset, limit, maxOffset, first)
+	op.ends = ends
 	if err != nil {
 		op.errCode = errCode(err)
 		if errors.Is(err, nvme.ErrOffsetOutOfRange) {

@@ -16,6 +16,7 @@ type fetchPartOut struct {
 	readCommitted  bool // aborted transactions: an array (maybe empty) instead of null
 	aborted        []nvme.AbortedTxn
 	chunks         []nvme.Chunk
+	ends           []int32 // where each batch of chunks ends (nvme.Log.ReadBatchesInto), for trimToMaxBytes
 	bytes          int32
 	hasRecords     bool // false: no records (sent as empty, never null)
 	diverging      bool // DivergingEpoch tag with divergingEpoch and hw as its end offset

@@ -65,9 +65,9 @@ func (fs *fetchState) addTopic(name string, id TopicID) *fetchTopicOut {
 func addFetchPart(ot *fetchTopicOut, op fetchPartOut) *fetchPartOut {
 	var p *fetchPartOut
 	ot.parts, p = growSlice(ot.parts)
-	chunks := p.chunks[:0]
+	chunks, ends := p.chunks[:0], p.ends[:0]
 	*p = op
-	p.chunks = chunks
+	p.chunks, p.ends = chunks, ends
 	return p
 }
 
@@ -89,10 +89,11 @@ func (fs *fetchState) begin() {
 
 // groupByShard orders the partitions to read so that each shard is visited
 // once, the connection's own shard last (its answer then needs no further
-// hop). The order of the answer does not change (ins point into outs); only
-// which partitions a max_bytes budget reaches first does, as a fetch
-// session's rotation would. A fetch of 16 partitions spread over 2 shards
-// took up to 16 cross-shard wake-ups in request order, now 2.
+// hop). The order of the answer does not change (ins point into outs), nor
+// does which partitions max_bytes lets through: each shard reads up to
+// max_bytes and trimToMaxBytes applies the limit in request order at the
+// end. A fetch of 16 partitions spread over 2 shards took up to 16
+// cross-shard wake-ups in request order, now 2.
 func (fs *fetchState) groupByShard() {
 	n := len(fs.b.shards)
 	if n < 2 || len(fs.ins) < 2 || fs.r.c == nil {
@@ -127,8 +128,10 @@ func (fs *fetchState) step() {
 	for j < len(fs.ins) && fs.shardOf(j) == st {
 		j++
 	}
-	budget := fs.maxBytes - fs.total
-	first := fs.total == 0
+	// Each shard's run reads up to max_bytes, the first batch of its first
+	// non-empty partition even beyond; trimToMaxBytes keeps request order.
+	budget := fs.maxBytes
+	first := true
 	park := fs.req.MaxWaitMillis > 0
 	gen := fs.lp.gen.Load()
 	for _, in := range fs.ins[fs.i:j] {
@@ -156,12 +159,66 @@ func (fs *fetchState) step() {
 		fs.shardOf(j).loop.Post(fs.stepFn)
 		return
 	}
+	fs.trimToMaxBytes()
 	req := fs.req
 	if req.MaxWaitMillis <= 0 || fs.anyErr || fs.total >= req.MinBytes || fs.total > 0 && req.MinBytes <= 1 {
 		fs.finish()
 		return
 	}
 	fs.lp.passDone()
+}
+
+// trimToMaxBytes applies max_bytes to what the shards read, in request
+// order as Kafka does: the first partition with records keeps them (its
+// first batch may exceed the limit, KIP-74), each later one keeps the whole
+// batches that fit in what is left. A shard read at most max_bytes less
+// what its own earlier partitions took, so this only ever cuts. It sets
+// fs.total.
+func (fs *fetchState) trimToMaxBytes() {
+	var total int32
+	for ti := range fs.outs {
+		parts := fs.outs[ti].parts
+		for pi := range parts {
+			op := &parts[pi]
+			if op.bytes == 0 {
+				continue
+			}
+			if total > 0 && int64(total)+int64(op.bytes) > int64(fs.maxBytes) {
+				keep := int32(0)
+				for _, end := range op.ends {
+					if int64(total)+int64(end) > int64(fs.maxBytes) {
+						break
+					}
+					keep = end
+				}
+				op.cut(keep)
+			}
+			total += op.bytes
+		}
+	}
+	fs.total = total
+}
+
+// cut keeps the first n bytes of op's records (a batch boundary).
+func (op *fetchPartOut) cut(n int32) {
+	if n == 0 {
+		op.chunks, op.bytes, op.aborted = op.chunks[:0], 0, nil
+		return
+	}
+	left := n
+	for i := range op.chunks {
+		c := &op.chunks[i]
+		if c.Len >= left {
+			c.Len = left
+			if c.Mem != nil {
+				c.Mem = c.Mem[:left]
+			}
+			op.chunks = op.chunks[:i+1]
+			break
+		}
+		left -= c.Len
+	}
+	op.bytes = n
 }
 
 // finish answers with what the last pass read.

@@ -173,3 +173,61 @@ func TestBigFramePool(t *testing.T) {
 		t.Fatal("a released state kept its large frame")
 	}
 }
+
+// orderedFetch is a fetch v12 of partitions ps of "a", in that order, from
+// offset 0, answered at once.
+func orderedFetch(maxBytes int32, ps ...int32) []byte {
+	fr := kmsg.NewPtrFetchRequest()
+	fr.MaxWaitMillis, fr.MinBytes, fr.MaxBytes = 0, 1, maxBytes
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "a"
+	for _, p := range ps {
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.Partition, fp.PartitionMaxBytes = p, 1<<20
+		ft.Partitions = append(ft.Partitions, fp)
+	}
+	fr.Topics = append(fr.Topics, ft)
+	return frameOf(fr, 12, 11)
+}
+
+// TestFetchMaxBytesRequestOrder: the shards are visited in their own order,
+// but max_bytes lets partitions through in request order, as Kafka does:
+// the first partition with records, then those that still fit.
+func TestFetchMaxBytesRequestOrder(t *testing.T) {
+	f := newAllocFixture(t) // partition 0 holds 200 batches of ~170 bytes
+	for i := 0; i < 3; i++ {
+		f.produceOne(produceTo(1))
+		f.produceOne(produceTo(2))
+	}
+	for _, tc := range []struct {
+		maxBytes int32
+		order    []int32
+		want     map[int32]bool // partitions that get records
+	}{
+		{1, []int32{2, 1, 0}, map[int32]bool{2: true}},
+		{1, []int32{1, 2, 0}, map[int32]bool{1: true}},
+		{1, []int32{0, 2, 1}, map[int32]bool{0: true}},
+		{600, []int32{2, 1, 0}, map[int32]bool{2: true}},
+		{1100, []int32{2, 1, 0}, map[int32]bool{2: true, 1: true}},
+		{1100, []int32{1, 0, 2}, map[int32]bool{1: true, 0: true}}, // 0 keeps the batches that fit after 1's
+		{1 << 20, []int32{2, 1, 0}, map[int32]bool{2: true, 1: true, 0: true}},
+	} {
+		resp := <-sendFetch(t, f.b.Addr().String(), orderedFetch(tc.maxBytes, tc.order...))
+		if resp == nil {
+			t.Fatal("fetch failed")
+		}
+		got := recordBytes(resp)
+		total := 0
+		for _, n := range got {
+			total += n
+		}
+		if tc.maxBytes > 1 && total > int(tc.maxBytes) {
+			t.Fatalf("max_bytes %d, order %v: %d record bytes %v", tc.maxBytes, tc.order, total, got)
+		}
+		for _, p := range tc.order {
+			if (got[p] > 0) != tc.want[p] {
+				t.Fatalf("max_bytes %d, order %v: record bytes per partition %v, want records on %v", tc.maxBytes, tc.order, got, tc.want)
+			}
+		}
+	}
+}

@@ -336,6 +336,19 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bo
 // ReadInto is Read that appends the chunks to dst[:0], so a caller that
 // keeps dst between reads allocates nothing (the fetch path).
 func (l *Log) ReadInto(dst []Chunk, offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (ReadResult, error) {
+	return l.readInto(dst, nil, offset, maxBytes, maxOffset, minOneBatch)
+}
+
+// ReadBatchesInto is ReadInto that also appends to ends, for each record
+// batch read, where it ends in bytes from the start of the result (the
+// last is res.Bytes), so a caller can keep a prefix of whole batches
+// (Fetch's max_bytes applied after the read).
+func (l *Log) ReadBatchesInto(dst []Chunk, ends []int32, offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (ReadResult, []int32, error) {
+	res, err := l.readInto(dst, &ends, offset, maxBytes, maxOffset, minOneBatch)
+	return res, ends, err
+}
+
+func (l *Log) readInto(dst []Chunk, ends *[]int32, offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (ReadResult, error) {
 	res := ReadResult{Chunks: dst[:0]}
 	if err := l.usable(); err != nil {
 		return res, err
@@ -368,6 +381,9 @@ func (l *Log) ReadInto(dst []Chunk, offset int64, maxBytes int32, maxOffset int6
 			}
 			first = false
 			pos += r.size
+			if ends != nil {
+				*ends = append(*ends, res.Bytes+int32(pos-start))
+			}
 		}
 		if pos > start {
 			if res.Chunks, err = s.appendChunks(res.Chunks, start, pos-start); err != nil {

@@ -139,6 +139,39 @@ func TestReadLimits(t *testing.T) {
 	}
 }
 
+// TestReadBatchesIntoEnds: the batch ends are the running sizes of the
+// batches read, across segment rolls, and the last is the result's size.
+func TestReadBatchesIntoEnds(t *testing.T) {
+	o := testOptions(t)
+	o.SegmentBytes = 3000
+	l := mustOpen(t, t.TempDir(), o)
+	defer l.Close()
+	var sizes []int32
+	for i, v := range []int{10, 1000, 10, 2500, 1, 700} {
+		b := simpleBatch(t, 1+i%3, v, int64(i))
+		mustAppend(t, l, b, AppendOptions{})
+		sizes = append(sizes, int32(len(b)))
+	}
+	for _, maxBytes := range []int32{1 << 20, sizes[0] + sizes[1] + sizes[2]} {
+		res, ends, err := l.ReadBatchesInto(nil, []int32{42}[:0], 0, maxBytes, 100, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []int32
+		var sum int32
+		for _, n := range sizes {
+			if sum+n > maxBytes {
+				break
+			}
+			sum += n
+			want = append(want, sum)
+		}
+		if !slices.Equal(ends, want) || res.Bytes != sum {
+			t.Fatalf("max %d: ends %v, bytes %d; want %v, %d", maxBytes, ends, res.Bytes, want, sum)
+		}
+	}
+}
+
 func TestAppendRejectsAndIsAtomic(t *testing.T) {
 	l := mustOpen(t, t.TempDir(), testOptions(t))
 	defer l.Close()
