@@ -75,15 +75,26 @@ func (b *Broker) topicConfig(t *TopicImage) topicConfig {
 	}
 }
 
+// logOptions maps the topic's configs onto the log's options. nvme.Options
+// reads 0 as "unset, take the default", where Kafka's 0 means none at all:
+// retention.ms=0 and retention.bytes=0 keep no closed segment (1 ms and 1
+// byte do the same), file.delete.delay.ms=0 deletes at once (-1 to nvme),
+// index.interval.bytes=0 indexes every batch (as 1 does).
 func (c topicConfig) logOptions(logger *slog.Logger, logStart int64) nvme.Options {
+	ifZero := func(v, kafkaZero int64) int64 {
+		if v == 0 {
+			return kafkaZero
+		}
+		return v
+	}
 	return c.cleanupOptions(nvme.Options{
 		SegmentBytes:       c.segmentBytes,
 		SegmentMs:          c.segmentMs,
-		IndexIntervalBytes: c.indexInterval,
+		IndexIntervalBytes: int32(ifZero(int64(c.indexInterval), 1)),
 		MaxIndexBytes:      c.maxIndexBytes,
-		RetentionMs:        c.retentionMs,
-		RetentionBytes:     c.retentionBytes,
-		FileDeleteDelay:    time.Duration(c.fileDeleteDelay) * time.Millisecond,
+		RetentionMs:        ifZero(c.retentionMs, 1),
+		RetentionBytes:     ifZero(c.retentionBytes, 1),
+		FileDeleteDelay:    time.Duration(ifZero(c.fileDeleteDelay, -1)) * time.Millisecond,
 		LogStartOffset:     logStart,
 		Logger:             logger,
 	})
