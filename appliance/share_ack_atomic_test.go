@@ -82,26 +82,13 @@ func TestShareAckAllOrNothingHandlers(t *testing.T) {
 	if r := shareReq(t, cl, hb).(*kmsg.ShareGroupHeartbeatResponse); r.ErrorCode != 0 {
 		t.Fatalf("join: %d", r.ErrorCode)
 	}
-	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	res := kmsg.NewIncrementalAlterConfigsRequestResource()
-	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
-	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	c.Name, c.Value = "share.auto.offset.reset", kmsg.StringPtr("earliest")
-	res.Configs = append(res.Configs, c)
-	alter.Resources = append(alter.Resources, res)
-	shareReq(t, cl, alter)
+	setShareEarliestRaw(t, cl, group)
 
 	type batch = kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch
 	fetch := func(epoch int32, acks []batch) *kmsg.ShareFetchResponseTopicPartition {
-		req := kmsg.NewPtrShareFetchRequest()
-		req.GroupID, req.MemberID = kmsg.StringPtr(group), kmsg.StringPtr(member)
-		req.ShareSessionEpoch, req.MaxBytes, req.MaxRecords = epoch, 1<<20, 100
-		rt := kmsg.NewShareFetchRequestTopic()
-		rt.TopicID = tid
-		rp := kmsg.NewShareFetchRequestTopicPartition()
-		rp.Partition, rp.PartitionMaxBytes, rp.AcknowledgementBatches = 0, 1<<20, acks
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
+		req := newShareFetch(group, member, tid)
+		req.ShareSessionEpoch = epoch
+		req.Topics[0].Partitions[0].AcknowledgementBatches = acks
 		f := shareReq(t, cl, req).(*kmsg.ShareFetchResponse)
 		if f.ErrorCode != 0 || len(f.Topics) != 1 {
 			t.Fatalf("fetch: %+v", f)

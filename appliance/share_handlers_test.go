@@ -39,6 +39,35 @@ func shareTestClient(t *testing.T) (*Broker, *kgo.Client, [16]byte) {
 	return b, cl, b.currentImage().Topics["st"].ID
 }
 
+// setShareEarliestRaw sets the group's share.auto.offset.reset to earliest
+// (IncrementalAlterConfigs on the GROUP resource).
+func setShareEarliestRaw(t *testing.T, cl *kgo.Client, group string) {
+	t.Helper()
+	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Value = "share.auto.offset.reset", kmsg.StringPtr("earliest")
+	res.Configs = append(res.Configs, c)
+	alter.Resources = append(alter.Resources, res)
+	shareReq(t, cl, alter)
+}
+
+// newShareFetch is a ShareFetch of partition 0 of topic tid (1 MiB, 100
+// records) for member of group.
+func newShareFetch(group, member string, tid [16]byte) *kmsg.ShareFetchRequest {
+	req := kmsg.NewPtrShareFetchRequest()
+	req.GroupID, req.MemberID = kmsg.StringPtr(group), kmsg.StringPtr(member)
+	req.MaxBytes, req.MaxRecords = 1<<20, 100
+	rt := kmsg.NewShareFetchRequestTopic()
+	rt.TopicID = tid
+	rp := kmsg.NewShareFetchRequestTopicPartition()
+	rp.PartitionMaxBytes = 1 << 20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
 func shareReq[T kmsg.Request](t *testing.T, cl *kgo.Client, req T) kmsg.Response {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -330,15 +359,7 @@ func TestShareFetchReadCommitted(t *testing.T) {
 	if r := shareReq(t, cl, hb).(*kmsg.ShareGroupHeartbeatResponse); r.ErrorCode != 0 {
 		t.Fatalf("join: %d", r.ErrorCode)
 	}
-	req := kmsg.NewPtrShareFetchRequest()
-	req.GroupID, req.MemberID, req.MaxBytes, req.MaxRecords = kmsg.StringPtr("rc"), kmsg.StringPtr(m), 1<<20, 100
-	rt := kmsg.NewShareFetchRequestTopic()
-	rt.TopicID = tid
-	rp := kmsg.NewShareFetchRequestTopicPartition()
-	rp.PartitionMaxBytes = 1 << 20
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	f := shareReq(t, cl, req).(*kmsg.ShareFetchResponse)
+	f := shareReq(t, cl, newShareFetch("rc", m, tid)).(*kmsg.ShareFetchResponse)
 	if f.ErrorCode != 0 || len(f.Topics) != 1 {
 		t.Fatalf("fetch: %+v", f)
 	}
@@ -363,28 +384,13 @@ func TestShareFetchMemberAndLimits(t *testing.T) {
 	_, cl, tid := shareTestClient(t)
 	const group, member = "mg", "AAAAAAAAAAAAAAAAAAAAAQ"
 	fetch := func(member string, mod func(*kmsg.ShareFetchRequest)) *kmsg.ShareFetchResponse {
-		req := kmsg.NewPtrShareFetchRequest()
-		req.GroupID, req.MemberID = kmsg.StringPtr(group), kmsg.StringPtr(member)
-		req.MaxBytes, req.MaxRecords = 1<<20, 100
-		rt := kmsg.NewShareFetchRequestTopic()
-		rt.TopicID = tid
-		rp := kmsg.NewShareFetchRequestTopicPartition()
-		rp.PartitionMaxBytes = 1 << 20
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
+		req := newShareFetch(group, member, tid)
 		if mod != nil {
 			mod(req)
 		}
 		return shareReq(t, cl, req).(*kmsg.ShareFetchResponse)
 	}
-	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	res := kmsg.NewIncrementalAlterConfigsRequestResource()
-	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
-	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	c.Name, c.Value = "share.auto.offset.reset", kmsg.StringPtr("earliest")
-	res.Configs = append(res.Configs, c)
-	alter.Resources = append(alter.Resources, res)
-	shareReq(t, cl, alter)
+	setShareEarliestRaw(t, cl, group)
 
 	// Not a member (the group does not even exist yet).
 	if f := fetch(member, nil); f.ErrorCode != kerr.UnknownMemberID.Code || len(f.Topics) != 0 {
