@@ -144,7 +144,6 @@ func (fs *fetchState) step() {
 		if n > 0 {
 			first = false
 			budget -= n
-			fs.total += n
 		}
 		// Park on every readable partition, also those that gave bytes:
 		// should the pass end short of min_bytes, any append may complete
@@ -229,7 +228,7 @@ func (fs *fetchState) finish() {
 
 // restart begins another read pass from the first partition.
 func (fs *fetchState) restart() {
-	fs.i, fs.total, fs.anyErr = 0, 0, false
+	fs.i, fs.anyErr = 0, false
 	fs.shardOf(0).loop.Post(fs.stepFn)
 }
 

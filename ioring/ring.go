@@ -515,17 +515,6 @@ func (r *Ring) Poll() (int, error) {
 	return r.Reap(), nil
 }
 
-// Ready reports, without a syscall, whether a Poll would find work: CQEs
-// in the CQ ring, task work the kernel deferred until the next enter
-// (IORING_SQ_TASKRUN, the completions of a DEFER_TASKRUN ring), or SQEs
-// prepared and not yet submitted.
-func (r *Ring) Ready() bool {
-	if r.closed {
-		return false
-	}
-	return r.cqReady() > 0 || atomic.LoadUint32(r.sqKFlags)&(sqTaskrun|sqCQOverflow) != 0 || r.sqeTail != atomic.LoadUint32(r.sqKTail)
-}
-
 // cqReady is the number of CQEs in the CQ ring (load-acquire of the tail).
 func (r *Ring) cqReady() uint32 {
 	return atomic.LoadUint32(r.cqKTail) - *r.cqKHead
