@@ -68,7 +68,7 @@ type Broker struct {
 }
 
 // shardState is what one shard owns. Its fields are touched only on the
-// shard's loop, except committer (safe for concurrent use).
+// shard's loop, except committer (safe for concurrent use) and the atomics.
 type shardState struct {
 	id        int
 	loop      *ioring.Shard
@@ -76,6 +76,8 @@ type shardState struct {
 	committer *nvme.GroupCommitter
 	cache     *nvme.BlockCache // direct mode's block cache; nil in buffered mode
 	retention *time.Ticker
+
+	fetchReads atomic.Uint64 // fetch passes that read partitions on this shard (fetch_wait.go step)
 }
 
 type tpKey struct {
@@ -335,7 +337,9 @@ func (b *Broker) openPartition(st *shardState, t *TopicImage, p int32, logStart 
 			return fmt.Errorf("cannot assign leader epoch of %s-%d: %w", t.Name, p, err)
 		}
 	}
-	st.parts[key] = newPartition(b, st, t.Name, t.ID, p, pi.LeaderEpoch, l, cfg)
+	part := newPartition(b, st, t.Name, t.ID, p, pi.LeaderEpoch, l, cfg)
+	part.useView(pi.view)
+	st.parts[key] = part
 	return nil
 }
 

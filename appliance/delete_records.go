@@ -126,5 +126,6 @@ func deleteRecordsOn(part *partition, offset int64) deleteRecordsResult {
 		}
 		return deleteRecordsResult{lowWatermark: -1, err: fmt.Errorf("cannot delete records of %s-%d up to offset %d: %w", part.topic, part.index, offset, err)}
 	}
+	part.publishView()
 	return deleteRecordsResult{lowWatermark: part.log.LogStartOffset(), changed: true}
 }

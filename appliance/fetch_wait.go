@@ -84,7 +84,7 @@ func (fs *fetchState) begin() {
 	if fs.req.MaxWaitMillis > 0 {
 		fs.lp.begin(fs.start.Add(time.Duration(fs.req.MaxWaitMillis) * time.Millisecond))
 	}
-	fs.shardOf(0).loop.Post(fs.stepFn)
+	fs.advance()
 }
 
 // groupByShard orders the partitions to read so that each shard is visited
@@ -120,14 +120,75 @@ func (fs *fetchState) shardOf(i int) *shardState {
 	return fs.b.shardFor(in.topic.Partitions[in.partition])
 }
 
-// step reads the run of partitions that starts at fs.i, on their shard;
-// a fetch that may wait parks on each partition it read.
-func (fs *fetchState) step() {
-	st := fs.shardOf(fs.i)
-	j := fs.i + 1
+// runEnd is the end of the run of partitions on one shard that starts at i.
+func (fs *fetchState) runEnd(i int) int {
+	st := fs.shardOf(i)
+	j := i + 1
 	for j < len(fs.ins) && fs.shardOf(j) == st {
 		j++
 	}
+	return j
+}
+
+// advance runs the pass from fs.i on any goroutine: it answers the runs
+// whose partitions have nothing to give from their views (peekRun) and
+// posts step to the first shard that has; at the end of the pass it
+// answers or parks, and starts the pass again when a change came while it
+// ran (lpDirty).
+func (fs *fetchState) advance() {
+	for {
+		for fs.i < len(fs.ins) {
+			j := fs.runEnd(fs.i)
+			if !fs.peekRun(fs.i, j) {
+				fs.shardOf(fs.i).loop.Post(fs.stepFn)
+				return
+			}
+			fs.i = j
+		}
+		if !fs.endPass() {
+			return
+		}
+		fs.i, fs.anyErr = 0, false
+	}
+}
+
+// peekRun answers partitions ins[i:j] from their views when none of them
+// has records past its fetch offset nor an error to give; a fetch that
+// may wait parks on each first (partition_view.go says why in that order).
+// It reports false, with the outs left for step to overwrite, otherwise.
+func (fs *fetchState) peekRun(i, j int) bool {
+	park := fs.req.MaxWaitMillis > 0
+	gen := fs.lp.gen.Load()
+	for _, in := range fs.ins[i:j] {
+		v := in.topic.Partitions[in.partition].view
+		if v == nil {
+			return false
+		}
+		if park {
+			v.park(&fs.lp, gen)
+		}
+		s := v.load()
+		end := s.hw
+		if fs.req.IsolationLevel == 1 {
+			end = s.lso
+		}
+		if !s.open || in.offset != end || in.leaderEpoch >= 0 && in.leaderEpoch != s.epoch {
+			return false
+		}
+		op := &fs.outs[in.ti].parts[in.pi]
+		op.chunks, op.ends, op.bytes, op.aborted = op.chunks[:0], op.ends[:0], 0, nil
+		op.hasRecords, op.errCode = true, 0
+		op.hw, op.lso, op.logStart = s.hw, s.lso, s.logStart
+	}
+	return true
+}
+
+// step reads the run of partitions that starts at fs.i on their shard,
+// where a fetch that may wait parks on each, then advances the pass.
+func (fs *fetchState) step() {
+	st := fs.shardOf(fs.i)
+	st.fetchReads.Add(1)
+	j := fs.runEnd(fs.i)
 	// Each shard's run reads up to max_bytes, the first batch of its first
 	// non-empty partition even beyond; trimToMaxBytes keeps request order.
 	budget := fs.maxBytes
@@ -150,21 +211,23 @@ func (fs *fetchState) step() {
 		// it. A fetch that answers at once leaves stale entries behind,
 		// which its generation (fetchLongPoll.gen) makes inert.
 		if park && part != nil && !err {
-			part.parkPoll(&fs.lp, gen)
+			part.view.park(&fs.lp, gen)
 		}
 	}
 	fs.i = j
-	if j < len(fs.ins) {
-		fs.shardOf(j).loop.Post(fs.stepFn)
-		return
-	}
+	fs.advance()
+}
+
+// endPass answers the fetch or parks it once every partition is read; it
+// reports whether the pass must run again (a change came while it ran).
+func (fs *fetchState) endPass() bool {
 	fs.trimToMaxBytes()
 	req := fs.req
 	if req.MaxWaitMillis <= 0 || fs.anyErr || fs.total >= req.MinBytes || fs.total > 0 && req.MinBytes <= 1 {
 		fs.finish()
-		return
+		return false
 	}
-	fs.lp.passDone()
+	return fs.lp.passDone()
 }
 
 // trimToMaxBytes applies max_bytes to what the shards read, in request
@@ -226,10 +289,11 @@ func (fs *fetchState) finish() {
 	fs.answer(fs.enc.encode(fs.r.version, 0, 0, fs.outs), false)
 }
 
-// restart begins another read pass from the first partition.
+// restart begins another read pass from the first partition, on the
+// waking goroutine (advance).
 func (fs *fetchState) restart() {
 	fs.i, fs.anyErr = 0, false
-	fs.shardOf(0).loop.Post(fs.stepFn)
+	fs.advance()
 }
 
 // Long-poll states: a read pass runs (reading), runs and something changed
@@ -279,23 +343,24 @@ func (lp *fetchLongPoll) over() bool {
 	return lp.expiredGen == lp.gen.Load()+1 || !time.Now().Before(lp.deadline)
 }
 
-// passDone runs at the end of a pass that did not reach min_bytes.
-func (lp *fetchLongPoll) passDone() {
+// passDone runs at the end of a pass that did not reach min_bytes; it
+// reports whether the pass must run again at once (dirty).
+func (lp *fetchLongPoll) passDone() bool {
 	fs := lp.fs
 	switch {
 	case lp.goneGen.Load() == lp.gen.Load()+1:
 		lp.close()
 		fs.answer(nil, false)
-		return
+		return false
 	case lp.over():
 		fs.finish()
-		return
+		return false
 	}
 	if !lp.armed {
 		if !fs.r.c.addLongPoll(lp, lp.gen.Load()) {
 			lp.close()
 			fs.answer(nil, false) // the connection is closing
-			return
+			return false
 		}
 		lp.mu.Lock()
 		left := time.Until(lp.deadline)
@@ -308,10 +373,10 @@ func (lp *fetchLongPoll) passDone() {
 		lp.armed = true
 	}
 	if lp.state.CompareAndSwap(lpReading, lpWaiting) {
-		return // parked: wake starts the next pass
+		return false // parked: wake starts the next pass
 	}
 	lp.state.Store(lpReading) // dirty: read again now
-	fs.restart()
+	return true
 }
 
 // wake starts a pass, or marks the running one dirty; gen is the

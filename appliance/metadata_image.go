@@ -95,6 +95,8 @@ type PartitionImage struct {
 	Leader      int32
 	LeaderEpoch int32
 	Shard       int
+
+	view *partView // the partition's offsets for any goroutine, kept across images (partition_view.go)
 }
 
 // TopicImage is one topic in the metadata image. It is immutable.
@@ -200,8 +202,10 @@ func (im *Image) Apply(offset int64, recs []MetadataRecord) (*Image, error) {
 				Leader: r.Partition.Leader, LeaderEpoch: r.Partition.LeaderEpoch, Shard: r.Partition.Shard}
 			switch idx := int(p.Partition); {
 			case idx < len(t.Partitions):
+				p.view = t.Partitions[idx].view
 				t.Partitions[idx] = p
 			case idx == len(t.Partitions):
+				p.view = &partView{}
 				t.Partitions = append(t.Partitions, p)
 			default:
 				return nil, fmt.Errorf("cannot apply PartitionRecord: topic %q partition %d after %d partitions", t.Name, idx, len(t.Partitions))

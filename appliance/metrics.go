@@ -24,6 +24,7 @@ package appliance
 //	ringbroker_shard_busy_seconds_total{shard}    loop time spent running tasks: rate() is the loop utilisation (0..1)
 //	ringbroker_shard_tasks_total{shard}           closures run by the loop
 //	ringbroker_shard_queue_depth{shard}           closures waiting in the inbox
+//	ringbroker_shard_fetch_reads_total{shard}     fetch passes that read partitions on the shard; passes answered from partition views do not count (partition_view.go)
 //	ringbroker_network_connections                open client connections
 //	ringbroker_group_count{state}                 classic groups by state (GroupMetadataManager NumGroups*)
 //	ringbroker_group_offsets_count                committed offsets held (GroupMetadataManager NumOffsets)
@@ -330,15 +331,16 @@ func (m *brokerMetrics) writeShardMetrics(w io.Writer) {
 	offsets := 0
 	// Families are written whole, one after the other, as the text format wants.
 	type shardStat struct {
-		tasks uint64
-		busy  time.Duration
-		depth int
-		gc    nvme.GroupCommitStats
+		tasks      uint64
+		busy       time.Duration
+		depth      int
+		fetchReads uint64
+		gc         nvme.GroupCommitStats
 	}
 	shardStats := make([]shardStat, len(b.shards))
 	for i, st := range b.shards {
 		tasks, busy := st.loop.Stats()
-		shardStats[i] = shardStat{tasks: tasks, busy: busy, depth: st.loop.QueueDepth(), gc: st.committer.Stats()}
+		shardStats[i] = shardStat{tasks: tasks, busy: busy, depth: st.loop.QueueDepth(), fetchReads: st.fetchReads.Load(), gc: st.committer.Stats()}
 	}
 	for _, f := range []struct {
 		name string
@@ -347,6 +349,7 @@ func (m *brokerMetrics) writeShardMetrics(w io.Writer) {
 		{"ringbroker_shard_busy_seconds_total", func(s shardStat) float64 { return s.busy.Seconds() }},
 		{"ringbroker_shard_tasks_total", func(s shardStat) float64 { return float64(s.tasks) }},
 		{"ringbroker_shard_queue_depth", func(s shardStat) float64 { return float64(s.depth) }},
+		{"ringbroker_shard_fetch_reads_total", func(s shardStat) float64 { return float64(s.fetchReads) }},
 		{"ringbroker_log_flush_windows_total", func(s shardStat) float64 { return float64(s.gc.Flushes) }},
 		{"ringbroker_log_fsyncs_total", func(s shardStat) float64 { return float64(s.gc.Syncs) }},
 		{"ringbroker_log_fsync_requests_total", func(s shardStat) float64 { return float64(s.gc.Requests) }},

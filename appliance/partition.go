@@ -115,7 +115,7 @@ type partition struct {
 	offline error // set after an I/O error: the partition refuses reads and writes
 
 	waiters []*fetchWaiter // ShareFetch long polls
-	polls   []parkedPoll   // Fetch long polls (fetch_wait.go)
+	view    *partView      // offsets for other shards, parked Fetch long polls (partition_view.go)
 
 	unflushed int64
 	lastFlush time.Time
@@ -135,7 +135,31 @@ type parkedPoll struct {
 }
 
 func newPartition(b *Broker, st *shardState, topic string, id TopicID, index, epoch int32, l *nvme.Log, cfg topicConfig) *partition {
-	return &partition{b: b, st: st, topic: topic, id: id, index: index, epoch: epoch, log: l, cfg: cfg, lastFlush: time.Now()}
+	p := &partition{b: b, st: st, topic: topic, id: id, index: index, epoch: epoch, log: l, cfg: cfg, lastFlush: time.Now(), view: &partView{}}
+	p.publishView()
+	return p
+}
+
+// useView makes v, the view of the partition's PartitionImage, the one
+// the partition publishes to (openPartition).
+func (p *partition) useView(v *partView) {
+	if v == nil || v == p.view {
+		return
+	}
+	p.view = v
+	p.publishView()
+}
+
+// publishView stores the offsets fetches may answer from without a hop
+// (partition_view.go); an offline or closed partition shows as not open.
+func (p *partition) publishView() { p.view.publish(p.viewState()) }
+
+func (p *partition) viewState() viewState {
+	if p.log == nil || p.offline != nil {
+		return viewState{hw: -1, lso: -1, logStart: -1, epoch: p.epoch}
+	}
+	hw := p.highWatermark()
+	return viewState{hw: hw, lso: min(hw, p.log.LastStableOffset()), logStart: p.log.LogStartOffset(), epoch: p.epoch, open: true}
 }
 
 // highWatermark is the log end offset: with one replica the ISR is the
@@ -239,12 +263,16 @@ func (p *partition) goOffline(err error) {
 	p.wakeWaiters()
 }
 
+// wakeWaiters publishes the partition's offsets and wakes the long polls
+// parked on it. A woken Fetch may run its next pass at once, on this loop,
+// and park here again (takePolls keeps that apart from this round).
 func (p *partition) wakeWaiters() {
-	polls := p.polls
-	p.polls = p.polls[:0]
+	p.publishView()
+	polls := p.view.takePolls()
 	for _, x := range polls {
 		x.lp.wake(x.gen)
 	}
+	p.view.givePolls(polls)
 	for _, w := range p.waiters {
 		select {
 		case w.notify <- struct{}{}:
@@ -265,19 +293,6 @@ func (p *partition) park(w *fetchWaiter) {
 	p.waiters = append(live, w)
 }
 
-// parkPoll registers a Fetch long poll of generation gen to be woken by the
-// next append, dropping entries of ended polls and duplicates.
-func (p *partition) parkPoll(lp *fetchLongPoll, gen uint64) {
-	live := p.polls[:0]
-	for _, x := range p.polls {
-		if x.lp == lp || x.gen != x.lp.gen.Load() {
-			continue
-		}
-		live = append(live, x)
-	}
-	p.polls = append(live, parkedPoll{lp, gen})
-}
-
 // housekeep rolls by time and, when asked, applies retention.
 func (p *partition) housekeep(retention bool) {
 	if p.offline != nil {
@@ -294,15 +309,21 @@ func (p *partition) housekeep(retention bool) {
 		} else if n > 0 {
 			p.b.log.Info("retention deleted segments", "topic", p.topic, "partition", p.index, "segments", n, "log_start_offset", p.log.LogStartOffset())
 		}
+		// Retention moves the log start offset; an expired producer's open
+		// transaction no longer holds the last stable offset back.
+		if p.viewState() != p.view.load() {
+			p.wakeWaiters()
+		}
 	}
 }
 
 func (p *partition) close() error {
-	p.wakeWaiters()
 	if p.log == nil {
+		p.wakeWaiters()
 		return nil
 	}
 	err := p.log.Close()
 	p.log = nil
+	p.wakeWaiters() // publishes the view as not open first
 	return err
 }

@@ -1,0 +1,207 @@
+package appliance
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestPartViewConsistent: a reader never sees the offsets of two different
+// publishes mixed (run with -race: every field is an atomic).
+func TestPartViewConsistent(t *testing.T) {
+	var v partView
+	v.publish(viewState{hw: 0, lso: 0, logStart: 0, open: true})
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var reads atomic.Int64
+	for r := 0; r < 2; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				s := v.load()
+				// Every publish below keeps lso = hw-1 (from 1 on), logStart = hw/2, epoch = hw%7.
+				if s.hw > 0 && (s.lso != s.hw-1 || s.logStart != s.hw/2 || s.epoch != int32(s.hw%7) || !s.open) {
+					t.Errorf("torn read %+v", s)
+					return
+				}
+				reads.Add(1)
+			}
+		}()
+	}
+	for i := int64(1); i <= 200000; i++ {
+		v.publish(viewState{hw: i, lso: i - 1, logStart: i / 2, epoch: int32(i % 7), open: true})
+	}
+	stop.Store(true)
+	wg.Wait()
+	if reads.Load() == 0 {
+		t.Fatal("no reads ran")
+	}
+}
+
+// TestPartViewPolls: polls that park while the owner wakes the ones it took
+// wait for the next change; ended polls are dropped when others park.
+func TestPartViewPolls(t *testing.T) {
+	var v partView
+	a, b := &fetchLongPoll{}, &fetchLongPoll{}
+	v.park(a, 0)
+	v.park(a, 0) // a duplicate
+	v.park(b, 0)
+	if n := v.parked(); n != 2 {
+		t.Fatalf("%d parked, want 2", n)
+	}
+	took := v.takePolls()
+	if len(took) != 2 {
+		t.Fatalf("took %d, want 2", len(took))
+	}
+	v.park(a, 0) // re-parks while took is being woken
+	if n := v.parked(); n != 1 || len(took) != 2 || took[0].lp != a || took[1].lp != b {
+		t.Fatalf("re-park disturbed the taken round: parked %d, took %+v", v.parked(), took)
+	}
+	v.givePolls(took)
+	b.gen.Add(1) // b's fetch ended
+	v.park(b, 1)
+	a.gen.Add(1)
+	v.park(b, 1)
+	if n := v.parked(); n != 1 {
+		t.Fatalf("%d parked, want b's current poll alone", n)
+	}
+}
+
+// viewFetch is a fetch v12 of "a" at the given offsets (partition to
+// offset), with current leader epoch epoch (-1: none).
+func viewFetch(maxWaitMs int32, epoch int32, offsets map[int32]int64) []byte {
+	fr := kmsg.NewPtrFetchRequest()
+	fr.MaxWaitMillis, fr.MinBytes, fr.MaxBytes = maxWaitMs, 1, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "a"
+	for p := int32(0); p < 3; p++ {
+		off, ok := offsets[p]
+		if !ok {
+			continue
+		}
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes, fp.CurrentLeaderEpoch = p, off, 1<<20, epoch
+		ft.Partitions = append(ft.Partitions, fp)
+	}
+	fr.Topics = append(fr.Topics, ft)
+	return frameOf(fr, 12, 13)
+}
+
+// TestFetchAnswersFromViews: partitions with nothing past the fetch offset
+// are answered from their views, without reading on their shards, with the
+// offsets a read gives; records, errors and changed offsets still come
+// through, and a long poll parked only through views is woken by an append.
+func TestFetchAnswersFromViews(t *testing.T) {
+	f := newAllocFixture(t) // partition 0 holds 200+ batches, 1 and 2 none
+	f.produceOne(produceTo(1))
+	addr := f.b.Addr().String()
+	reads := func() uint64 {
+		var n uint64
+		for _, st := range f.b.shards {
+			n += st.fetchReads.Load()
+		}
+		return n
+	}
+	fetch := func(frame []byte) (map[int32]kmsg.FetchResponseTopicPartition, uint64) {
+		t.Helper()
+		before := reads()
+		resp := <-sendFetch(t, addr, frame)
+		if resp == nil || len(resp.Topics) != 1 {
+			t.Fatalf("fetch failed: %+v", resp)
+		}
+		out := map[int32]kmsg.FetchResponseTopicPartition{}
+		for _, p := range resp.Topics[0].Partitions {
+			out[p.Partition] = p
+		}
+		return out, reads() - before
+	}
+
+	// The offsets, read on the shards.
+	got, n := fetch(viewFetch(0, -1, map[int32]int64{0: 0, 1: 0, 2: 0}))
+	if n == 0 {
+		t.Fatal("a fetch with records to give read on no shard")
+	}
+	hw := map[int32]int64{}
+	for p, r := range got {
+		if r.ErrorCode != 0 || r.LogStartOffset != 0 || r.LastStableOffset != r.HighWatermark {
+			t.Fatalf("partition %d: %+v", p, r)
+		}
+		hw[p] = r.HighWatermark
+	}
+	if hw[0] < 200 || hw[1] != 1 || hw[2] != 0 {
+		t.Fatalf("high watermarks %v, want 200+/1/0", hw)
+	}
+
+	// Nothing new anywhere: no shard reads; the same offsets.
+	got, n = fetch(viewFetch(0, -1, hw))
+	if n != 0 {
+		t.Fatalf("a fetch at the high watermarks read on %d shards, want 0", n)
+	}
+	for p, r := range got {
+		if r.ErrorCode != 0 || r.HighWatermark != hw[p] || r.LastStableOffset != hw[p] || r.LogStartOffset != 0 || len(r.RecordBatches) != 0 {
+			t.Fatalf("partition %d from its view: %+v, want high watermark %d", p, r, hw[p])
+		}
+	}
+
+	// Records on partition 1 only: its shard alone reads.
+	got, n = fetch(viewFetch(0, -1, map[int32]int64{0: hw[0], 1: 0, 2: hw[2]}))
+	if n != 1 || len(got[1].RecordBatches) == 0 || len(got[0].RecordBatches) != 0 {
+		t.Fatalf("%d shard reads, partition 1 %d record bytes; want 1 read and records", n, len(got[1].RecordBatches))
+	}
+
+	// Errors come from a read: a leader epoch from the future, an offset past the end.
+	got, _ = fetch(viewFetch(0, 99, hw))
+	if got[2].ErrorCode != kerr.UnknownLeaderEpoch.Code {
+		t.Fatalf("current leader epoch 99: error %d, want UNKNOWN_LEADER_EPOCH", got[2].ErrorCode)
+	}
+	got, _ = fetch(viewFetch(0, -1, map[int32]int64{2: 5}))
+	if got[2].ErrorCode != kerr.OffsetOutOfRange.Code {
+		t.Fatalf("offset 5 of an empty partition: error %d, want OFFSET_OUT_OF_RANGE", got[2].ErrorCode)
+	}
+
+	// DeleteRecords moves the log start offset the views give.
+	dr := kmsg.NewPtrDeleteRecordsRequest()
+	dr.TimeoutMillis = 10000
+	dr.Topics = []kmsg.DeleteRecordsRequestTopic{{Topic: "a", Partitions: []kmsg.DeleteRecordsRequestTopicPartition{{Partition: 1, Offset: 1}}}}
+	drResp := kmsg.NewPtrDeleteRecordsResponse()
+	drResp.SetVersion(2)
+	if err := drResp.ReadFrom(f.c.roundTrip(frameOf(dr, 2, 14), true)); err != nil || drResp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("delete records: %v %+v", err, drResp.Topics)
+	}
+	got, n = fetch(viewFetch(0, -1, hw))
+	if n != 0 || got[1].LogStartOffset != 1 || got[1].HighWatermark != 1 {
+		t.Fatalf("after DeleteRecords: %d reads, partition 1 %+v; want 0 reads and log start offset 1", n, got[1])
+	}
+
+	// A long poll parked through the views alone wakes on an append.
+	base := f.b.metrics.fetchPurgatory.Load()
+	before := reads()
+	answer := sendFetch(t, addr, viewFetch(10000, -1, hw))
+	deadline := time.Now().Add(5 * time.Second)
+	for f.b.metrics.fetchPurgatory.Load() == base && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := reads() - before; n != 0 {
+		t.Fatalf("the parked long poll read on %d shards, want 0", n)
+	}
+	start := time.Now()
+	f.produceOne(produceTo(2))
+	select {
+	case resp := <-answer:
+		if resp == nil {
+			t.Fatal("the long poll's connection failed")
+		}
+		if b := recordBytes(resp); b[2] == 0 || b[0] != 0 || b[1] != 0 {
+			t.Fatalf("record bytes per partition %v, want partition 2's append alone", b)
+		}
+		t.Logf("answered %v after the append", time.Since(start).Round(time.Microsecond))
+	case <-time.After(5 * time.Second):
+		t.Fatal("the long poll did not answer within 5 s of an append (max wait 10 s)")
+	}
+}
