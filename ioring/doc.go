@@ -31,7 +31,9 @@
 //     sysmon took it for a hog every 10 ms, preempting it or taking its P
 //     from io_uring_enter and then polling every 20 us for a millisecond
 //     (~310 retakes/s at 10 MB/s on 2 shards: sysmon alone ~23% of the
-//     broker's CPU). The loop yields every 8 ms (schedYieldEvery). Handing
+//     broker's CPU). The loop yields every 8 ms (schedYieldEvery) and,
+//     while busy, sleeps only until its next yield is due (sleepFor), so
+//     sysmon never finds it in io_uring_enter with a 10 ms old tick. Handing
 //     the P back on every wait instead (entersyscallblock) was worse: each
 //     wake-up then woke sysmon from its deep sleep (27k vs 16k switches).
 //   - Large frames (over 16 KiB) are received straight into the request's

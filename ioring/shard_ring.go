@@ -88,9 +88,36 @@ var ringShards atomic.Int32
 // 10 MB/s made ~310 such retakes a second; sysmon alone then used ~23% of
 // the broker's CPU (16k of 85k context switches in 6 s), and every
 // preemption of the locked loop handed its P to another thread and back.
-// A yield every 5 ms (~200 per shard a second, one hand-off each) keeps
-// the tick moving and sysmon at its 10 ms idle pace.
+// A yield every 8 ms (up to 125 per shard a second) keeps the tick
+// moving. Each costs two thread hand-offs: a locked goroutine that yields
+// gives its P to another thread, which finds it runnable and hands the P
+// back (stoplockedm, startlockedm).
 const schedYieldEvery = 8 * time.Millisecond
+
+// busySleepMax and idleAfter bound a ring loop's sleeps: while the loop
+// did work in the last idleAfter, it sleeps no longer than until
+// schedYieldEvery+busySleepMax after its last yield, so that it yields
+// before sysmon sees its scheduling tick 10 ms old. A loop asleep in
+// io_uring_enter past that point has its P taken (retake), and each retake
+// sets sysmon polling every 20 us for the next millisecond: ~50 thread
+// wake-ups. An idle loop sleeps up to a second and pays that once per sleep.
+// In the catch-up bench (50 MB/s in, a 200 MB backlog drained) sleeps
+// that crossed the 10 ms line made sysmon wake ~1000 times a second (6.1k
+// of the broker's 19k context switches in 6 s, 20 of its 130 CPU ticks);
+// with the bound, ~100 (its idle pace), and the broker's switches fell to
+// 15k.
+const (
+	busySleepMax = time.Millisecond
+	idleAfter    = 100 * time.Millisecond
+)
+
+// sleepFor is how long a ring loop may sleep at now.
+func sleepFor(now, lastYield, lastWork time.Time) time.Duration {
+	if now.Sub(lastWork) >= idleAfter {
+		return time.Second
+	}
+	return max(lastYield.Add(schedYieldEvery+busySleepMax).Sub(now), 50*time.Microsecond)
+}
 
 // yieldBeforeSleep reports whether a ring loop should call runtime.Gosched
 // before it sleeps in io_uring_enter. The sleeping loop keeps its P (a
@@ -171,7 +198,7 @@ func (s *Shard) ringLoop(o ShardOptions, ready chan<- error) {
 	ready <- nil
 
 	lastTick := time.Now()
-	lastYield := lastTick
+	lastYield, lastWork := lastTick, lastTick
 	for {
 		start := time.Now()
 		if start.Sub(lastYield) >= schedYieldEvery {
@@ -195,6 +222,7 @@ func (s *Shard) ringLoop(o ShardOptions, ready chan<- error) {
 		}
 		if n > 0 || got > 0 {
 			s.busyNano.Add(int64(time.Since(start)))
+			lastWork = start
 		}
 		if now := time.Now(); now.Sub(lastTick) >= time.Second {
 			lastTick = now
@@ -217,8 +245,9 @@ func (s *Shard) ringLoop(o ShardOptions, ready chan<- error) {
 		}
 		if yieldBeforeSleep() {
 			runtime.Gosched()
+			lastYield = time.Now()
 		}
-		_, _ = r.Wait(1, time.Second)
+		_, _ = r.Wait(1, sleepFor(time.Now(), lastYield, lastWork))
 		rs.sleeping.Store(false)
 	}
 	// Stopping: let engines shut their sockets, run what is still queued,
