@@ -72,6 +72,7 @@ type Config struct {
 	IOEngine                 string // netpoll | uring | auto
 	UringSpareProcs          bool   // io.uring.spare.procs: GOMAXPROCS + shards with the uring engine (engine.go)
 	UringFetchReadMaxBytes   int32  // io.uring.fetch.read.max.bytes: log parts of answers up to this size are read, not spliced (engine.go)
+	UringFetchSendfileMin    int32  // io.uring.fetch.sendfile.min.bytes: page-cached log parts of at least this size go by sendfile(2); 0 never (engine.go)
 	SaslServerMaxReceiveSize int32  // sasl.server.max.receive.size: largest frame before SASL authentication (Kafka's default 512 KiB)
 	LogIOMode                string // buffered | direct
 	LogIOCacheBytes          int64  // log.io.cache.bytes: per-shard block cache of direct mode (storage.go)
@@ -209,33 +210,34 @@ func ValidateTopicConfig(name, value string) error {
 
 // brokerDefaults are Kafka's defaults for the broker properties we read.
 var brokerDefaults = map[string]string{
-	"node.id":                          "1",
-	"listeners":                        "PLAINTEXT://127.0.0.1:9092",
-	"listener.security.protocol.map":   defaultSecurityProtocolMap,
-	"sasl.enabled.mechanisms":          defaultSaslMechanisms,
-	"sasl.server.max.receive.size":     "524288",
-	"log.dirs":                         "./data",
-	"num.partitions":                   "1",
-	"default.replication.factor":       "1",
-	"auto.create.topics.enable":        "true",
-	"delete.topic.enable":              "true",
-	"message.max.bytes":                "1048588",
-	"socket.request.max.bytes":         "104857600",
-	"log.retention.check.interval.ms":  "300000",
-	"connections.max.idle.ms":          "600000",
-	"metrics.listener":                 "127.0.0.1:9644",
-	"producer.id.expiration.ms":        "86400000",
-	"authorizer.class.name":            "",
-	"allow.everyone.if.no.acl.found":   "false",
-	"super.users":                      "",
-	"shards":                           "0",
-	"io.engine":                        "netpoll",
-	"io.uring.spare.procs":             "true",
-	"io.uring.fetch.read.max.bytes":    "1048576",
-	"log.io.mode":                      "buffered",
-	"log.io.cache.bytes":               "67108864",
-	"offsets.topic.num.partitions":     "50",
-	"offsets.topic.replication.factor": "1",
+	"node.id":                           "1",
+	"listeners":                         "PLAINTEXT://127.0.0.1:9092",
+	"listener.security.protocol.map":    defaultSecurityProtocolMap,
+	"sasl.enabled.mechanisms":           defaultSaslMechanisms,
+	"sasl.server.max.receive.size":      "524288",
+	"log.dirs":                          "./data",
+	"num.partitions":                    "1",
+	"default.replication.factor":        "1",
+	"auto.create.topics.enable":         "true",
+	"delete.topic.enable":               "true",
+	"message.max.bytes":                 "1048588",
+	"socket.request.max.bytes":          "104857600",
+	"log.retention.check.interval.ms":   "300000",
+	"connections.max.idle.ms":           "600000",
+	"metrics.listener":                  "127.0.0.1:9644",
+	"producer.id.expiration.ms":         "86400000",
+	"authorizer.class.name":             "",
+	"allow.everyone.if.no.acl.found":    "false",
+	"super.users":                       "",
+	"shards":                            "0",
+	"io.engine":                         "netpoll",
+	"io.uring.spare.procs":              "true",
+	"io.uring.fetch.read.max.bytes":     "1048576",
+	"io.uring.fetch.sendfile.min.bytes": "65536",
+	"log.io.mode":                       "buffered",
+	"log.io.cache.bytes":                "67108864",
+	"offsets.topic.num.partitions":      "50",
+	"offsets.topic.replication.factor":  "1",
 
 	// The log cleaner (cleaner.go) and the internal topics' segment sizes.
 	"offsets.topic.segment.bytes":         "104857600",
@@ -310,6 +312,7 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 	c.IOEngine = get("io.engine")
 	c.UringSpareProcs = boolean("io.uring.spare.procs")
 	c.UringFetchReadMaxBytes = i32("io.uring.fetch.read.max.bytes")
+	c.UringFetchSendfileMin = i32("io.uring.fetch.sendfile.min.bytes")
 	c.SaslServerMaxReceiveSize = i32("sasl.server.max.receive.size")
 	c.LogIOMode = get("log.io.mode")
 	c.LogIOCacheBytes = i64("log.io.cache.bytes")

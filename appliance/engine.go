@@ -135,6 +135,9 @@ func (b *Broker) newEngine(p enginePlan) (ioring.Engine, error) {
 		MaxFrame: b.cfg.SocketRequestMaxBytes, MinFrame: 8,
 		IdleTimeout: time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
 		FileCopyMax: fileCopyMax,
+		// io.uring.fetch.sendfile.min.bytes: page-cached log parts of at
+		// least this size are sent with sendfile(2) from the loop.
+		SendfileMin: int(max(b.cfg.UringFetchSendfileMin, 0)),
 	})
 }
 

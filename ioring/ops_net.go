@@ -149,3 +149,22 @@ func (r *Ring) SendZC(fd int, b []byte, flags int, zcFlags uint16, h Handler) (u
 	s.UserData = ud
 	return ud, nil
 }
+
+// PrepPollAdd prepares a single-shot IORING_OP_POLL_ADD on fd for events
+// (POLLIN, POLLOUT, ...: poll(2) bits, in the SQE's poll32_events). CQE
+// res: the ready events (revents), or -errno (-ECANCELED when cancelled).
+func (s *SQE) PrepPollAdd(fd int, events uint32) {
+	s.prepRW(OpPollAdd, fd, 0, 0, 0)
+	s.OpFlags = events
+}
+
+// PollAdd starts a single-shot poll of fd for events (see PrepPollAdd).
+func (r *Ring) PollAdd(fd int, events uint32, h Handler) (uint64, error) {
+	s, _, ud, err := r.start(h, nil, nil)
+	if err != nil {
+		return 0, err
+	}
+	s.PrepPollAdd(fd, events)
+	s.UserData = ud
+	return ud, nil
+}

@@ -3,6 +3,7 @@ package ioring
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -240,4 +241,65 @@ func TestSendZCFixed(t *testing.T) {
 	if !bytes.Equal(got, payload) {
 		t.Fatal("payload differs")
 	}
+}
+
+// TestPollAdd: a POLLIN poll completes when data arrives, with POLLIN in
+// res; a POLLOUT poll on a full socket completes once the peer drains it;
+// a cancelled poll gets ECANCELED.
+func TestPollAdd(t *testing.T) {
+	r := newRing(t, Options{Entries: 8})
+	a, b := tcpPair(t)
+	var hin rec
+	mustUD(t)(r.PollAdd(b, unix.POLLIN, &hin))
+	_, err := r.Submit()
+	must(t, err)
+	if _, err := r.Poll(); err != nil || hin.done() {
+		t.Fatalf("POLLIN completed on an empty socket: %v %+v", err, hin.cqes)
+	}
+	_, err = unix.Write(a, []byte("x"))
+	must(t, err)
+	waitUntil(t, r, hin.done)
+	if res := hin.last().Res; res < 0 || res&unix.POLLIN == 0 {
+		t.Fatalf("POLLIN poll res %#x", res)
+	}
+
+	// Fill a's send buffer (and b's receive buffer) without blocking.
+	must(t, unix.SetNonblock(a, true))
+	chunk := make([]byte, 64<<10)
+	for {
+		if _, err := unix.Write(a, chunk); err == unix.EAGAIN {
+			break
+		} else {
+			must(t, err)
+		}
+	}
+	var hout rec
+	mustUD(t)(r.PollAdd(a, unix.POLLOUT, &hout))
+	_, err = r.Submit()
+	must(t, err)
+	time.Sleep(10 * time.Millisecond)
+	if _, err := r.Poll(); err != nil || hout.done() {
+		t.Fatalf("POLLOUT completed on a full socket: %v %+v", err, hout.cqes)
+	}
+	go func() { // drain b
+		buf := make([]byte, 1<<20)
+		for {
+			if n, err := unix.Read(b, buf); n <= 0 || err != nil {
+				return
+			}
+		}
+	}()
+	waitUntil(t, r, hout.done)
+	if res := hout.last().Res; res < 0 || res&unix.POLLOUT == 0 {
+		t.Fatalf("POLLOUT poll res %#x", res)
+	}
+
+	c, _ := socketpair(t)
+	var hc, hcan rec
+	ud := mustUD(t)(r.PollAdd(c, unix.POLLIN, &hc))
+	_, err = r.Submit()
+	must(t, err)
+	mustUD(t)(r.Cancel(ud, 0, &hcan))
+	waitUntil(t, r, func() bool { return hc.done() && hcan.done() })
+	wantErrno(t, hc.last(), unix.ECANCELED)
 }

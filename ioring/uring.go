@@ -106,6 +106,15 @@ type UringOptions struct {
 	// measured. 0 means 1 MiB; negative splices every file part (the A/B
 	// switch).
 	FileCopyMax int
+	// SendfileMin: file parts of at least this many bytes whose pages are
+	// all in the page cache (cachestat(2), Linux 6.5) are sent with
+	// sendfile(2) from the loop, the socket non-blocking for the call:
+	// no copy on the broker's side, against two (into memory, into the
+	// socket) for a part read, and no io-wq hand-off as a splice takes.
+	// Parts not wholly cached are read or spliced, so the loop never waits
+	// on the disk. A full socket is waited for with a POLL_ADD. 0 never
+	// (the A/B switch).
+	SendfileMin int
 	// SendZCMin sends referenced parts (RingConn.WriteRef) of at least this
 	// many bytes with IORING_OP_SEND_ZC; 0 never (the default: on loopback
 	// and for small responses it costs more than it saves, see the doc).
@@ -154,6 +163,8 @@ type RingConn struct {
 	sendH     HandlerFunc
 	spInH     HandlerFunc
 	spOutH    HandlerFunc
+	pollOutH  HandlerFunc // POLLOUT wait of a sendfile that found the socket full
+	sockFlags int         // the socket's file status flags (F_GETFL), -1 until read
 
 	// file parts read into memory (UringOptions.FileCopyMax)
 	arena      []byte        // their bytes, from the shard's pool while any is queued
@@ -176,6 +187,7 @@ type RingConn struct {
 type ConnStats struct {
 	Frames, RecvBytes, SentBytes, Sends, Splices, FileReads uint64
 	DirectRecvs                                             uint64 // recvs straight into a large frame's storage
+	Sendfiles                                               uint64 // sendfile(2) calls that sent bytes (UringOptions.SendfileMin)
 }
 
 type outPart struct {
@@ -184,6 +196,7 @@ type outPart struct {
 	ref    []byte
 	f      *os.File
 	off, n int64
+	cached int8 // file part: 1 wholly in the page cache, -1 not, 0 not asked (sendfileOK)
 }
 
 type uringShard struct {
@@ -198,6 +211,8 @@ type uringShard struct {
 	accepts []HandlerFunc // per listener
 	closing bool
 	started bool
+
+	noCachestat bool // cachestat(2) failed once: no part goes by sendfile
 }
 
 type uring struct {
@@ -419,6 +434,8 @@ func (us *uringShard) onAccept(l int, c CQE) {
 	rc.sendH = rc.onSend
 	rc.spInH = rc.onSpliceIn
 	rc.spOutH = rc.onSpliceOut
+	rc.pollOutH = rc.onPollOut
+	rc.sockFlags = -1
 	cb := us.h.OpenRingConn(rc)
 	if cb == nil {
 		unix.Close(fd)
@@ -766,8 +783,15 @@ func (c *RingConn) finishClose() {
 }
 
 func (c *RingConn) kick() {
+	for !c.kickOnce() {
+	}
+}
+
+// kickOnce starts the next send, or sends the file part at the head with
+// sendfile(2) and reports false to be called again.
+func (c *RingConn) kickOnce() bool {
 	if c.sending || c.closing {
-		return
+		return true
 	}
 	if c.qh == len(c.q) {
 		c.q, c.qh = c.q[:0], 0
@@ -779,7 +803,7 @@ func (c *RingConn) kick() {
 		if c.closeAfter {
 			c.Abort(nil)
 		}
-		return
+		return true
 	}
 	// New writes go to the other buffer when it is free, so this one can be
 	// reset once sent.
@@ -788,23 +812,26 @@ func (c *RingConn) kick() {
 		c.wcur ^= 1
 	}
 	if c.loadFileParts() {
-		return // the reads' completion kicks again
+		return true // the reads' completion kicks again
 	}
 	p := &c.q[c.qh]
 	if p.buf == -2 {
+		if c.sendfileOK(p) {
+			return !c.sendfileHead()
+		}
 		c.spliceIn()
-		return
+		return true
 	}
 	if p.buf == -1 && c.us.e.o.SendZCMin > 0 && len(p.ref) >= c.us.e.o.SendZCMin {
 		c.zcRes = 0
 		if _, err := c.us.ring.SendZC(c.fd, p.ref, unix.MSG_NOSIGNAL, 0, c.sendH); err != nil {
 			c.Abort(err)
-			return
+			return true
 		}
 		c.sending, c.flightEnd = true, c.qh+1
 		c.ops++
 		c.Stats.Sends++
-		return
+		return true
 	}
 	c.iov = c.iov[:0]
 	for i := c.qh; i < len(c.q) && len(c.iov) < 64; i++ {
@@ -823,11 +850,12 @@ func (c *RingConn) kick() {
 	}
 	if err != nil {
 		c.Abort(err)
-		return
+		return true
 	}
 	c.sending, c.flightEnd = true, c.qh+len(c.iov)
 	c.ops++
 	c.Stats.Sends++
+	return true
 }
 
 // partBytes is the unsent bytes of a byte part, nil for a file part.
@@ -964,7 +992,7 @@ func (c *RingConn) loadFileParts() bool {
 		if p.buf != -2 {
 			continue
 		}
-		if p.n > int64(limit) || total+int(p.n) > loadBatchMax {
+		if p.n > int64(limit) || total+int(p.n) > loadBatchMax || c.sendfileOK(p) {
 			break
 		}
 		total += int(p.n)
@@ -1132,4 +1160,113 @@ func (c *RingConn) onSpliceOut(cqe CQE) {
 	c.release(&c.q[c.qh])
 	c.sending = false
 	c.kick()
+}
+
+// sendfileOK reports whether file part p goes by sendfile(2): at least
+// UringOptions.SendfileMin bytes, every page in the page cache (asked once
+// per part; a part sendfile began stays on it).
+func (c *RingConn) sendfileOK(p *outPart) bool {
+	if p.cached > 0 {
+		return true
+	}
+	least := c.us.e.o.SendfileMin
+	if least <= 0 || p.n < int64(least) || c.us.noCachestat {
+		return false
+	}
+	if p.cached == 0 {
+		p.cached = -1
+		switch cached, err := pageCached(int(p.f.Fd()), p.off, p.n); {
+		case err != nil:
+			c.us.noCachestat = true // ENOSYS before Linux 6.5, or forbidden
+			c.us.e.o.Logger.Info("cachestat(2) unavailable, fetches read or splice every file part", "err", err)
+		case cached:
+			p.cached = 1
+		}
+	}
+	return p.cached > 0
+}
+
+// pageCached reports whether every page of fd's bytes [off, off+n) is in
+// the page cache (cachestat(2)).
+func pageCached(fd int, off, n int64) (bool, error) {
+	const page = 4096 // cachestat counts pages of the page cache's size; 4 KiB on the machines we run on, and a larger page only makes the count smaller (false: read instead)
+	first, last := off/page, (off+n-1)/page
+	r := unix.CachestatRange{Off: uint64(first * page), Len: uint64((last - first + 1) * page)}
+	var cs unix.Cachestat_t
+	if err := unix.Cachestat(uint(fd), &r, &cs, 0); err != nil {
+		return false, err
+	}
+	return cs.Cache >= uint64(last-first+1), nil
+}
+
+// sendfileHead sends the file part at the head of the queue with
+// sendfile(2), the socket made non-blocking for the call (the ring's own
+// sends need it blocking: a non-blocking socket makes IORING_OP_WRITEV
+// answer EAGAIN instead of waiting; no ring op touches the socket while
+// the loop is in this call). It reports whether the part went whole; if
+// the socket filled, a POLLOUT poll continues it.
+func (c *RingConn) sendfileHead() bool {
+	p := &c.q[c.qh]
+	if c.sockFlags < 0 {
+		fl, err := unix.FcntlInt(uintptr(c.fd), unix.F_GETFL, 0)
+		if err != nil {
+			c.Abort(fmt.Errorf("cannot read socket flags: %w", err))
+			return false
+		}
+		c.sockFlags = fl
+	}
+	if _, err := unix.FcntlInt(uintptr(c.fd), unix.F_SETFL, c.sockFlags|unix.O_NONBLOCK); err != nil {
+		c.Abort(fmt.Errorf("cannot make the socket non-blocking: %w", err))
+		return false
+	}
+	var err error
+	for p.n > 0 {
+		var n int
+		n, err = unix.Sendfile(c.fd, int(p.f.Fd()), &p.off, int(min(p.n, 1<<30)))
+		if n > 0 {
+			p.n -= int64(n)
+			c.Stats.SentBytes += uint64(n)
+			c.Stats.Sendfiles++
+			continue
+		}
+		if err == unix.EINTR {
+			continue
+		}
+		if err == nil {
+			err = fmt.Errorf("segment %s ended %d bytes early", p.f.Name(), p.n)
+		}
+		break
+	}
+	if _, ferr := unix.FcntlInt(uintptr(c.fd), unix.F_SETFL, c.sockFlags); ferr != nil && err == nil {
+		err = fmt.Errorf("cannot make the socket blocking again: %w", ferr)
+	}
+	switch {
+	case p.n == 0 && err == nil:
+		c.release(p)
+		return true
+	case err == unix.EAGAIN:
+		if _, perr := c.us.ring.PollAdd(c.fd, unix.POLLOUT, c.pollOutH); perr != nil {
+			c.Abort(perr)
+			return false
+		}
+		c.sending = true
+		c.ops++
+		return false
+	default:
+		c.Abort(err)
+		return false
+	}
+}
+
+// onPollOut resumes a sendfile once the socket has room.
+func (c *RingConn) onPollOut(cqe CQE) {
+	c.sending = false
+	c.ops--
+	if cqe.Res < 0 && !c.closing {
+		c.Abort(cqe.Err())
+	}
+	if !c.closing {
+		c.kick()
+	}
+	c.finishClose()
 }

@@ -1,0 +1,141 @@
+package ioring
+
+import (
+	"bytes"
+	"encoding/binary"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// bigParts are the answer of "big": [off, n] of the file, or n < 0 for -n
+// bytes 'x'. The two large parts exceed the socket buffers, so a client
+// that waits before reading makes sendfile find the socket full.
+var bigParts = [][2]int64{{1000, 4 << 20}, {0, -5}, {3, 3 << 20}, {77, 100}}
+
+type bigConn struct{ *mixConn }
+
+func (b bigConn) OnFrame(f []byte) FrameAction {
+	if string(f) != "big" {
+		return b.mixConn.OnFrame(f)
+	}
+	total := int64(0)
+	for _, p := range bigParts {
+		total += max(p[1], -p[1])
+	}
+	binary.BigEndian.PutUint32(b.hdr[:], uint32(total))
+	b.c.Write(b.hdr[:])
+	for _, p := range bigParts {
+		if p[1] < 0 {
+			b.c.Write(bytes.Repeat([]byte("x"), int(-p[1])))
+		} else {
+			b.c.WriteFile(b.s.file, p[0], p[1])
+		}
+	}
+	b.c.Flush()
+	return FrameContinue
+}
+
+type bigServer struct{ mixServer }
+
+func (s *bigServer) OpenRingConn(c *RingConn) RingConnCallbacks {
+	s.opened.Add(1)
+	return bigConn{&mixConn{echoConn: &echoConn{s: &s.echoServer, c: c}, s: &s.mixServer}}
+}
+
+// TestUringSendfileParts: large file parts whose pages are all cached go
+// by sendfile(2) from the loop, also when the client reads late and the
+// socket fills (POLLOUT); once the file's pages are dropped from the page
+// cache they are spliced instead; small parts are read either way; and
+// with SendfileMin 0 nothing goes by sendfile. The bytes arrive in order.
+func TestUringSendfileParts(t *testing.T) {
+	data := make([]byte, 8<<20)
+	for i := range data {
+		data[i] = byte(i*13 + i/4093)
+	}
+	path := filepath.Join(t.TempDir(), "seg")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if cached, err := pageCached(int(f.Fd()), 0, int64(len(data))); err != nil {
+		t.Skipf("cachestat(2): %v", err)
+	} else if !cached {
+		t.Fatal("a file just written is not wholly in the page cache")
+	}
+	var want []byte
+	for _, p := range bigParts {
+		if p[1] < 0 {
+			want = append(want, bytes.Repeat([]byte("x"), int(-p[1]))...)
+		} else {
+			want = append(want, data[p[0]:p[0]+p[1]]...)
+		}
+	}
+	for _, tc := range []struct {
+		name        string
+		sendfileMin int
+		drop        bool // drop the file's pages first
+		sendfiles   bool // every large part goes by sendfile
+	}{
+		{"cached", 64 << 10, false, true},
+		{"dropped", 64 << 10, true, false},
+		{"off", 0, false, false},
+	} {
+		if tc.drop {
+			if err := f.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+				t.Fatal(err)
+			}
+			if cached, _ := pageCached(int(f.Fd()), 1000, 4<<20); cached {
+				t.Skip("FADV_DONTNEED left the file's pages cached")
+			}
+		}
+		srv := &bigServer{mixServer{echoServer: echoServer{file: f, size: int64(len(data))}}}
+		e := startUring(t, 1, srv, UringOptions{MaxFrame: 1 << 20, FileCopyMax: 1 << 20, SendfileMin: tc.sendfileMin})
+		c, err := net.Dial("tcp", e.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write(append(append(frame([]byte("big")), frame([]byte("big"))...), frame([]byte("close"))...))
+		time.Sleep(100 * time.Millisecond) // let the socket fill
+		for i := 0; i < 2; i++ {
+			if got := readFrame(t, c); !bytes.Equal(got, want) {
+				t.Fatalf("%s, answer %d: %d bytes, differing from the %d wanted", tc.name, i, len(got), len(want))
+			}
+		}
+		c.Close()
+		deadline := time.Now().Add(5 * time.Second)
+		for srv.stats.Load() == nil && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		st := srv.stats.Load()
+		if st == nil {
+			t.Fatalf("%s: the connection did not close", tc.name)
+		}
+		t.Logf("%s: %d sendfile calls, %d splices, %d file reads", tc.name, st.Sendfiles, st.Splices, st.FileReads)
+		// Dropped: the first part is spliced, which brings its pages (and
+		// most of the next part's) back; what follows may go by sendfile.
+		switch {
+		case tc.sendfiles && (st.Sendfiles == 0 || st.Splices > 0),
+			tc.drop && st.Splices == 0,
+			tc.sendfileMin == 0 && (st.Sendfiles > 0 || st.Splices < 4):
+			t.Fatalf("%s: %d sendfile calls and %d splices", tc.name, st.Sendfiles, st.Splices)
+		}
+		if !tc.drop && st.FileReads != 2 { // the 100-byte part of each answer
+			t.Fatalf("%s: %d file reads, want the 2 small parts", tc.name, st.FileReads)
+		}
+		if tc.sendfiles && st.Sendfiles < 3 {
+			t.Fatalf("%s: %d sendfile calls for 4 large parts sent to a full socket", tc.name, st.Sendfiles)
+		}
+	}
+}
