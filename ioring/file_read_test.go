@@ -35,23 +35,74 @@ func (s *mixServer) OpenRingConn(c *RingConn) RingConnCallbacks {
 	return &mixConn{echoConn: &echoConn{s: &s.echoServer, c: c}, s: s}
 }
 
+// segFile writes n patterned bytes to a file and opens it.
+func segFile(t *testing.T, n int) (*os.File, []byte) {
+	data := make([]byte, n)
+	for i := range data {
+		data[i] = byte(i*13 + i/4093)
+	}
+	path := filepath.Join(t.TempDir(), "seg")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f, data
+}
+
+// closedStats waits for the server's connection to close and returns its stats.
+func closedStats(t *testing.T, srv *mixServer) *ConnStats {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for srv.stats.Load() == nil && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	st := srv.stats.Load()
+	if st == nil {
+		t.Fatal("the connection did not close")
+	}
+	return st
+}
+
+// writeAnswer queues one frame of parts ([off, n] of f, or n < 0 for -n
+// bytes 'x') and flushes it.
+func writeAnswer(c *RingConn, hdr *[4]byte, f *os.File, parts [][2]int64) {
+	total := int64(0)
+	for _, p := range parts {
+		total += max(p[1], -p[1])
+	}
+	binary.BigEndian.PutUint32(hdr[:], uint32(total))
+	c.Write(hdr[:])
+	for _, p := range parts {
+		if p[1] < 0 {
+			c.Write(bytes.Repeat([]byte("x"), int(-p[1])))
+		} else {
+			c.WriteFile(f, p[0], p[1])
+		}
+	}
+	c.Flush()
+}
+
+// wantAnswer is the frame body writeAnswer sends from a file holding data.
+func wantAnswer(data []byte, parts [][2]int64) []byte {
+	var want []byte
+	for _, p := range parts {
+		if p[1] < 0 {
+			want = append(want, bytes.Repeat([]byte("x"), int(-p[1]))...)
+		} else {
+			want = append(want, data[p[0]:p[0]+p[1]]...)
+		}
+	}
+	return want
+}
+
 func (m *mixConn) OnFrame(f []byte) FrameAction {
 	switch string(f) {
 	case "mix":
-		total := int64(0)
-		for _, p := range mixParts {
-			total += max(p[1], -p[1])
-		}
-		binary.BigEndian.PutUint32(m.hdr[:], uint32(total))
-		m.c.Write(m.hdr[:])
-		for _, p := range mixParts {
-			if p[1] < 0 {
-				m.c.Write(bytes.Repeat([]byte("x"), int(-p[1])))
-			} else {
-				m.c.WriteFile(m.s.file, p[0], p[1])
-			}
-		}
-		m.c.Flush()
+		writeAnswer(m.c, &m.hdr, m.s.file, mixParts)
 		return FrameContinue
 	case "eof":
 		binary.BigEndian.PutUint32(m.hdr[:], 100)
@@ -74,27 +125,8 @@ func (m *mixConn) OnClose(err error) {
 // spliced with FileCopyMax < 0); a part that runs past the end of its file
 // closes the connection with an error either way.
 func TestUringFileReadParts(t *testing.T) {
-	data := make([]byte, 200000)
-	for i := range data {
-		data[i] = byte(i*7 + i/251)
-	}
-	p := filepath.Join(t.TempDir(), "seg")
-	if err := os.WriteFile(p, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	var want []byte
-	for _, p := range mixParts {
-		if p[1] < 0 {
-			want = append(want, bytes.Repeat([]byte("x"), int(-p[1]))...)
-		} else {
-			want = append(want, data[p[0]:p[0]+p[1]]...)
-		}
-	}
+	f, data := segFile(t, 200000)
+	want := wantAnswer(data, mixParts)
 	for _, copyMax := range []int{64 << 10, 0, -1} {
 		srv := &mixServer{echoServer: echoServer{file: f, size: int64(len(data))}}
 		e := startUring(t, 1, srv, UringOptions{MaxFrame: 1 << 20, FileCopyMax: copyMax})
@@ -119,14 +151,7 @@ func TestUringFileReadParts(t *testing.T) {
 			t.Fatalf("after close: read %d, %v; want EOF", n, err)
 		}
 		c.Close()
-		deadline := time.Now().Add(5 * time.Second)
-		for srv.stats.Load() == nil && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
-		st := srv.stats.Load()
-		if st == nil {
-			t.Fatal("the connection did not close")
-		}
+		st := closedStats(t, srv)
 		// 5 file parts per answer, one of them over 64 KiB (the default
 		// limit, 1 MiB, reads them all).
 		wantReads, wantSplices := uint64(3*4), uint64(3)
@@ -152,7 +177,7 @@ func TestUringFileReadParts(t *testing.T) {
 		if len(got) >= 104 {
 			t.Fatalf("FileCopyMax %d: a part past the end of the file sent %d bytes, want the connection closed short", copyMax, len(got))
 		}
-		deadline = time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(5 * time.Second)
 		for srv.closed.Load() < 2 && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond)
 		}

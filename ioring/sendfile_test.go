@@ -2,10 +2,7 @@ package ioring
 
 import (
 	"bytes"
-	"encoding/binary"
 	"net"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -23,20 +20,7 @@ func (b bigConn) OnFrame(f []byte) FrameAction {
 	if string(f) != "big" {
 		return b.mixConn.OnFrame(f)
 	}
-	total := int64(0)
-	for _, p := range bigParts {
-		total += max(p[1], -p[1])
-	}
-	binary.BigEndian.PutUint32(b.hdr[:], uint32(total))
-	b.c.Write(b.hdr[:])
-	for _, p := range bigParts {
-		if p[1] < 0 {
-			b.c.Write(bytes.Repeat([]byte("x"), int(-p[1])))
-		} else {
-			b.c.WriteFile(b.s.file, p[0], p[1])
-		}
-	}
-	b.c.Flush()
+	writeAnswer(b.c, &b.hdr, b.s.file, bigParts)
 	return FrameContinue
 }
 
@@ -53,32 +37,13 @@ func (s *bigServer) OpenRingConn(c *RingConn) RingConnCallbacks {
 // cache they are spliced instead; small parts are read either way; and
 // with SendfileMin 0 nothing goes by sendfile. The bytes arrive in order.
 func TestUringSendfileParts(t *testing.T) {
-	data := make([]byte, 8<<20)
-	for i := range data {
-		data[i] = byte(i*13 + i/4093)
-	}
-	path := filepath.Join(t.TempDir(), "seg")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
+	f, data := segFile(t, 8<<20)
 	if cached, err := pageCached(int(f.Fd()), 0, int64(len(data))); err != nil {
 		t.Skipf("cachestat(2): %v", err)
 	} else if !cached {
 		t.Fatal("a file just written is not wholly in the page cache")
 	}
-	var want []byte
-	for _, p := range bigParts {
-		if p[1] < 0 {
-			want = append(want, bytes.Repeat([]byte("x"), int(-p[1]))...)
-		} else {
-			want = append(want, data[p[0]:p[0]+p[1]]...)
-		}
-	}
+	want := wantAnswer(data, bigParts)
 	for _, tc := range []struct {
 		name        string
 		sendfileMin int
@@ -114,14 +79,7 @@ func TestUringSendfileParts(t *testing.T) {
 			}
 		}
 		c.Close()
-		deadline := time.Now().Add(5 * time.Second)
-		for srv.stats.Load() == nil && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
-		st := srv.stats.Load()
-		if st == nil {
-			t.Fatalf("%s: the connection did not close", tc.name)
-		}
+		st := closedStats(t, &srv.mixServer)
 		t.Logf("%s: %d sendfile calls, %d splices, %d file reads", tc.name, st.Sendfiles, st.Splices, st.FileReads)
 		// Dropped: the first part is spliced, which brings its pages (and
 		// most of the next part's) back; what follows may go by sendfile.
