@@ -23,6 +23,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ringbroker/ringbroker/nvme"
@@ -53,6 +54,11 @@ type shareSession struct {
 type shareStore struct {
 	b     *Broker
 	parts []map[sharePartKey]*sharePartition // by shard id; each touched only on its shard
+	// live[shard id] is false while the shard holds no share-partition
+	// (set where one is made, recomputed by each flush on the shard): the
+	// flush ticker skips such shards, so an idle broker without share
+	// groups does not wake every shard loop 4 times a second.
+	live []atomic.Bool
 
 	mu       sync.Mutex
 	sessions map[shareSessionKey]*shareSession
@@ -63,6 +69,7 @@ func newShareStore(b *Broker) *shareStore {
 	for range b.shards {
 		s.parts = append(s.parts, map[sharePartKey]*sharePartition{})
 	}
+	s.live = make([]atomic.Bool, len(b.shards))
 	return s
 }
 
@@ -216,8 +223,12 @@ func (s *shareStore) resetStarts(group string, starts map[shareTP]shareStart) {
 func (s *shareStore) flushLoop() {
 	s.b.every(shareFlushInterval, func() {
 		for _, st := range s.b.shards {
+			if !s.live[st.id].Load() {
+				continue
+			}
 			parts := s.parts[st.id]
 			s.b.postUnlessClosing(st, func() {
+				defer func() { s.live[st.id].Store(len(parts) > 0) }()
 				for k, sp := range parts {
 					if st.parts[k.tp] == nil { // the topic was deleted
 						if sp.lockTimer != nil {
@@ -717,6 +728,7 @@ func (s *shareStore) initParts(group string, items []*shareItem, settings shareG
 			sp.moveStart(part.log.LogStartOffset())
 			sp.persisted = sp.startOffset
 			parts[key] = sp
+			s.live[st.id].Store(true)
 			if ans.found {
 				done <- shareStart{offset: -1}
 				return
