@@ -2,7 +2,9 @@ package ioring
 
 import (
 	"bytes"
+	"io"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -94,6 +96,83 @@ func TestUringSendfileParts(t *testing.T) {
 		}
 		if tc.sendfiles && st.Sendfiles < 3 {
 			t.Fatalf("%s: %d sendfile calls for 4 large parts sent to a full socket", tc.name, st.Sendfiles)
+		}
+	}
+}
+
+// closingConn answers "send" with a 3 MiB file part of a file it opens for
+// the answer and closes right after queuing it (as retention closes a
+// deleted segment under an answer in flight), and "closed" with a part of
+// a file closed before WriteFile.
+type closingConn struct {
+	*echoConn
+	path string
+}
+
+type closingServer struct {
+	echoServer
+	path string
+}
+
+func (s *closingServer) OpenRingConn(c *RingConn) RingConnCallbacks {
+	s.opened.Add(1)
+	return &closingConn{echoConn: &echoConn{s: &s.echoServer, c: c}, path: s.path}
+}
+
+func (cc *closingConn) OnFrame(fr []byte) FrameAction {
+	switch string(fr) {
+	case "send", "closed":
+		f, err := os.Open(cc.path)
+		if err != nil {
+			panic(err)
+		}
+		if string(fr) == "closed" {
+			f.Close()
+		}
+		writeAnswer(cc.c, &cc.hdr, f, [][2]int64{{5, 3 << 20}})
+		f.Close()
+		return FrameContinue
+	}
+	return cc.echoConn.OnFrame(fr)
+}
+
+// TestUringFileClosedWhileQueued: a file part stays readable after its file
+// is closed, on every path (sendfile, read, splice): the part holds its own
+// descriptor. A part of a file closed before WriteFile closes the
+// connection instead of sending anything.
+func TestUringFileClosedWhileQueued(t *testing.T) {
+	f, data := segFile(t, 4<<20)
+	want := data[5 : 5+3<<20]
+	for _, o := range []UringOptions{
+		{MaxFrame: 1 << 20, FileCopyMax: 1 << 20, SendfileMin: 64 << 10},
+		{MaxFrame: 1 << 20, FileCopyMax: 4 << 20},
+		{MaxFrame: 1 << 20, FileCopyMax: -1},
+	} {
+		srv := &closingServer{path: f.Name()}
+		e := startUring(t, 1, srv, o)
+		c, err := net.Dial("tcp", e.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write(append(frame([]byte("send")), frame([]byte("send"))...))
+		time.Sleep(100 * time.Millisecond) // the socket fills; the files are closed by now
+		for i := 0; i < 2; i++ {
+			if got := readFrame(t, c); !bytes.Equal(got, want) {
+				t.Fatalf("%+v, answer %d: %d bytes, differing from the %d wanted", o, i, len(got), len(want))
+			}
+		}
+		c.Close()
+
+		c2, err := net.Dial("tcp", e.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c2.Write(frame([]byte("closed")))
+		c2.SetReadDeadline(time.Now().Add(5 * time.Second))
+		got, _ := io.ReadAll(c2)
+		c2.Close()
+		if len(got) > 4 {
+			t.Fatalf("%+v: a part of a closed file sent %d bytes", o, len(got))
 		}
 	}
 }

@@ -194,7 +194,8 @@ type outPart struct {
 	buf    int8 // 0/1: wbuf[buf][lo:hi]; -1: ref; -2: file; -3: file bytes read into arena (ref); -4: being read into arena[lo:hi]
 	lo, hi int
 	ref    []byte
-	f      *os.File
+	f      *os.File // file part: the segment (for its name)
+	fd     int      // file part (-2, -4): our duplicate of f's descriptor, closed when the part goes
 	off, n int64
 	cached int8 // file part: 1 wholly in the page cache, -1 not, 0 not asked (sendfileOK)
 }
@@ -213,6 +214,11 @@ type uringShard struct {
 	started bool
 
 	noCachestat bool // cachestat(2) failed once: no part goes by sendfile
+
+	rawConns map[*os.File]syscall.RawConn // dupFile
+	dupFn    func(uintptr)
+	dupFd    int
+	dupErr   error
 }
 
 type uring struct {
@@ -259,7 +265,9 @@ func NewUring(o UringOptions) (Engine, error) {
 	o.FileCopyMax = min(o.FileCopyMax, loadBatchMax)
 	e := &uring{o: o, stop: make(chan struct{})}
 	for _, s := range o.Shards {
-		e.shards = append(e.shards, &uringShard{e: e, sh: s, conns: map[*RingConn]struct{}{}})
+		us := &uringShard{e: e, sh: s, conns: map[*RingConn]struct{}{}}
+		us.dupFn = us.onDup
+		e.shards = append(e.shards, us)
 	}
 	for _, addr := range listenAddrs(o.Addr, o.Addrs) {
 		for i, us := range e.shards {
@@ -725,13 +733,60 @@ func (c *RingConn) WriteRef(b []byte) {
 	c.q = append(c.q, outPart{buf: -1, ref: b})
 }
 
-// WriteFile queues n bytes of f from offset off, sent with splice; f must
-// stay open until sent.
+// WriteFile queues n bytes of f from offset off, sent by sendfile, read
+// or splice. The part holds its own duplicate of f's descriptor, taken
+// while f's owner cannot close it (os.File's RawConn.Control), so f may be
+// closed (a segment deleted by retention) before the part is sent; a
+// plain descriptor number could by then name another file. f closed
+// already aborts the connection.
 func (c *RingConn) WriteFile(f *os.File, off int64, n int64) {
 	if c.closing || n <= 0 {
 		return
 	}
-	c.q = append(c.q, outPart{buf: -2, f: f, off: off, n: n})
+	fd, err := c.us.dupFile(f)
+	if err != nil {
+		c.Abort(fmt.Errorf("cannot hold segment %s: %w", f.Name(), err))
+		return
+	}
+	c.q = append(c.q, outPart{buf: -2, f: f, fd: fd, off: off, n: n})
+}
+
+// dupFile duplicates f's descriptor under f's reference count. The RawConns
+// are cached (SyscallConn allocates), dropped once their file is closed and
+// all at once past maxRawConns.
+func (us *uringShard) dupFile(f *os.File) (int, error) {
+	rc, ok := us.rawConns[f]
+	if !ok {
+		var err error
+		if rc, err = f.SyscallConn(); err != nil {
+			return -1, err
+		}
+		if us.rawConns == nil || len(us.rawConns) >= maxRawConns {
+			us.rawConns = make(map[*os.File]syscall.RawConn)
+		}
+		us.rawConns[f] = rc
+	}
+	us.dupFd, us.dupErr = -1, nil
+	if err := rc.Control(us.dupFn); err != nil {
+		delete(us.rawConns, f) // closed
+		return -1, err
+	}
+	return us.dupFd, us.dupErr
+}
+
+// maxRawConns bounds uringShard.rawConns (one per segment file sent from).
+const maxRawConns = 4096
+
+func (us *uringShard) onDup(fd uintptr) {
+	us.dupFd, us.dupErr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
+}
+
+// dropFile closes a file part's descriptor.
+func dropFile(p *outPart) {
+	if p.buf == -2 || p.buf == -4 {
+		unix.Close(p.fd)
+		p.fd = -1
+	}
 }
 
 // Flush starts sending what is queued (a no-op while a send is in flight:
@@ -778,6 +833,9 @@ func (c *RingConn) finishClose() {
 	}
 	delete(c.us.conns, c)
 	c.us.giveArena(c.arena) // no op is in flight: no read fills it, no send reads it
+	for i := c.qh; i < len(c.q); i++ {
+		dropFile(&c.q[i])
+	}
 	c.q, c.acc, c.wbuf, c.big, c.arena = nil, nil, [2][]byte{}, nil, nil
 	c.cb.OnClose(c.closeErr)
 }
@@ -922,6 +980,7 @@ func (c *RingConn) release(p *outPart) {
 			c.arena = nil
 		}
 	}
+	dropFile(p)
 	*p = outPart{}
 	c.qh++
 }
@@ -1020,7 +1079,7 @@ func (c *RingConn) loadFileParts() bool {
 		p.buf, p.lo, p.hi = -4, lo, lo+int(p.n)
 		lo += int(p.n)
 		c.loadIdx[k], c.loadFill[k] = i, 0
-		if _, err := c.us.ring.Read(int(p.f.Fd()), c.arena[p.lo:p.hi], p.off, false, c.loadHs[k]); err != nil {
+		if _, err := c.us.ring.Read(p.fd, c.arena[p.lo:p.hi], p.off, false, c.loadHs[k]); err != nil {
 			c.Abort(err) // the reads in flight finish the close
 			return true
 		}
@@ -1047,7 +1106,7 @@ func (c *RingConn) onLoad(k int, cqe CQE) {
 	default:
 		c.loadFill[k] += int(cqe.Res)
 		if fill := c.loadFill[k]; fill < p.hi-p.lo {
-			if _, err := c.us.ring.Read(int(p.f.Fd()), c.arena[p.lo+fill:p.hi], p.off+int64(fill), false, c.loadHs[k]); err != nil {
+			if _, err := c.us.ring.Read(p.fd, c.arena[p.lo+fill:p.hi], p.off+int64(fill), false, c.loadHs[k]); err != nil {
 				c.loadErr = err
 				break
 			}
@@ -1072,6 +1131,7 @@ func (c *RingConn) onLoad(k int, cqe CQE) {
 	// Every read of the batch is in: their parts become byte parts.
 	for i := c.qh; i < len(c.q); i++ {
 		if q := &c.q[i]; q.buf == -4 {
+			dropFile(q)
 			*q = outPart{buf: -3, ref: c.arena[q.lo:q.hi]}
 			c.loadedLive++
 		}
@@ -1094,7 +1154,7 @@ func (c *RingConn) spliceIn() {
 	}
 	p := &c.q[c.qh]
 	n := min(p.n, int64(c.pipeCap))
-	if _, err := c.us.ring.Splice(int(p.f.Fd()), p.off, c.pipe[1], -1, uint32(n), unix.SPLICE_F_MOVE, c.spInH); err != nil {
+	if _, err := c.us.ring.Splice(p.fd, p.off, c.pipe[1], -1, uint32(n), unix.SPLICE_F_MOVE, c.spInH); err != nil {
 		c.Abort(err)
 		return
 	}
@@ -1175,7 +1235,7 @@ func (c *RingConn) sendfileOK(p *outPart) bool {
 	}
 	if p.cached == 0 {
 		p.cached = -1
-		switch cached, err := pageCached(int(p.f.Fd()), p.off, p.n); {
+		switch cached, err := pageCached(p.fd, p.off, p.n); {
 		case err != nil:
 			c.us.noCachestat = true // ENOSYS before Linux 6.5, or forbidden
 			c.us.e.o.Logger.Info("cachestat(2) unavailable, fetches read or splice every file part", "err", err)
@@ -1222,7 +1282,7 @@ func (c *RingConn) sendfileHead() bool {
 	var err error
 	for p.n > 0 {
 		var n int
-		n, err = unix.Sendfile(c.fd, int(p.f.Fd()), &p.off, int(min(p.n, 1<<30)))
+		n, err = unix.Sendfile(c.fd, p.fd, &p.off, int(min(p.n, 1<<30)))
 		if n > 0 {
 			p.n -= int64(n)
 			c.Stats.SentBytes += uint64(n)
