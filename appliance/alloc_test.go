@@ -83,9 +83,15 @@ type allocFixture struct {
 	fetch   []byte
 }
 
-func newAllocFixture(tb testing.TB) *allocFixture {
+func newAllocFixture(tb testing.TB) *allocFixture { return newAllocFixtureWith(tb, nil) }
+
+// newAllocFixtureWith is newAllocFixture with extra broker properties.
+func newAllocFixtureWith(tb testing.TB, extra map[string]string) *allocFixture {
 	p := map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": tb.TempDir(), "shards": "2",
 		"offsets.topic.num.partitions": "1", "transaction.state.log.num.partitions": "1", "metrics.listener": "none", "log.cleaner.enable": "false"}
+	for k, v := range extra {
+		p[k] = v
+	}
 	if e := os.Getenv("RB_ENGINE"); e != "" {
 		p["io.engine"] = e
 	}

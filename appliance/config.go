@@ -67,6 +67,7 @@ type Config struct {
 	DeleteTopicEnable        bool
 	MessageMaxBytes          int32
 	SocketRequestMaxBytes    int32
+	FetchMaxBytes            int32 // fetch.max.bytes: the most record bytes one Fetch answer carries (fetch_wait.go)
 	RetentionCheckIntervalMs int64
 	Shards                   int
 	IOEngine                 string // netpoll | uring | auto
@@ -222,6 +223,7 @@ var brokerDefaults = map[string]string{
 	"delete.topic.enable":               "true",
 	"message.max.bytes":                 "1048588",
 	"socket.request.max.bytes":          "104857600",
+	"fetch.max.bytes":                   "57671680",
 	"log.retention.check.interval.ms":   "300000",
 	"connections.max.idle.ms":           "600000",
 	"metrics.listener":                  "127.0.0.1:9644",
@@ -305,6 +307,7 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 	c.DeleteTopicEnable = boolean("delete.topic.enable")
 	c.MessageMaxBytes = i32("message.max.bytes")
 	c.SocketRequestMaxBytes = i32("socket.request.max.bytes")
+	c.FetchMaxBytes = i32("fetch.max.bytes")
 	c.RetentionCheckIntervalMs = i64("log.retention.check.interval.ms")
 	c.ConnectionsMaxIdleMs = i64("connections.max.idle.ms")
 	c.ProducerIDExpirationMs = i64("producer.id.expiration.ms")
@@ -399,6 +402,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("message.max.bytes must be >= 0, got %d", c.MessageMaxBytes)
 	case c.SocketRequestMaxBytes < 1:
 		return fmt.Errorf("socket.request.max.bytes must be >= 1, got %d", c.SocketRequestMaxBytes)
+	case c.FetchMaxBytes < 1024:
+		return fmt.Errorf("fetch.max.bytes must be >= 1024, got %d", c.FetchMaxBytes)
 	case c.LogDir == "":
 		return fmt.Errorf("log.dirs must not be empty")
 	case c.Shards < 0 || c.Shards > 1024:

@@ -264,6 +264,7 @@ var brokerPropTypes = map[string]kmsg.ConfigType{
 	"auto.create.topics.enable":        kmsg.ConfigTypeBoolean,
 	"delete.topic.enable":              kmsg.ConfigTypeBoolean,
 	"socket.request.max.bytes":         kmsg.ConfigTypeInt,
+	"fetch.max.bytes":                  kmsg.ConfigTypeInt,
 	"log.retention.check.interval.ms":  kmsg.ConfigTypeLong,
 	"connections.max.idle.ms":          kmsg.ConfigTypeLong,
 	"offsets.topic.num.partitions":     kmsg.ConfigTypeInt,

@@ -3,7 +3,8 @@ package appliance
 // Fetch (key 1), v4-v16, sessionless.
 //
 // Partitions are read on their owner shards in request order against one
-// response byte budget (max_bytes); within it each partition gives at most
+// response byte budget (max_bytes, capped by the broker's fetch.max.bytes,
+// 55 MiB by default, as in Kafka); within it each partition gives at most
 // its partition_max_bytes, except that the first non-empty partition always
 // returns its first batch whole (KIP-74). A fetch offset inside a batch
 // returns that whole batch. With fewer than min_bytes available the request

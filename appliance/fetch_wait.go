@@ -76,9 +76,11 @@ func addFetchPart(ot *fetchTopicOut, op fetchPartOut) *fetchPartOut {
 // begin starts the read pass on the first partition's shard.
 func (fs *fetchState) begin() {
 	fs.start = time.Now()
-	fs.maxBytes = fs.req.MaxBytes
-	if fs.maxBytes <= 0 {
-		fs.maxBytes = 52428800
+	// fetch.max.bytes caps what a request asks for, as in Kafka (a
+	// request's max_bytes of 0 or less asks for the cap).
+	fs.maxBytes = fs.b.cfg.FetchMaxBytes
+	if m := fs.req.MaxBytes; m > 0 {
+		fs.maxBytes = min(m, fs.maxBytes)
 	}
 	fs.b.metrics.fetchPurgatory.Add(1)
 	fs.rs.refs.Add(1) // the read pass's

@@ -231,3 +231,31 @@ func TestFetchMaxBytesRequestOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestFetchMaxBytesBrokerCap: fetch.max.bytes caps what a request's
+// max_bytes asks for (0 or less asks for the cap), as in Kafka; the first
+// batch still comes whole. Below 1024 the broker refuses to start.
+func TestFetchMaxBytesBrokerCap(t *testing.T) {
+	total := func(f *allocFixture, maxBytes int32) int {
+		resp := <-sendFetch(t, f.b.Addr().String(), orderedFetch(maxBytes, 0))
+		if resp == nil {
+			t.Fatal("fetch failed")
+		}
+		return recordBytes(resp)[0]
+	}
+	capped := newAllocFixtureWith(t, map[string]string{"fetch.max.bytes": "2000"}) // partition 0 holds 200 batches of ~170 bytes
+	for _, m := range []int32{1 << 20, 0, -1} {
+		if n := total(capped, m); n == 0 || n > 2000 {
+			t.Fatalf("fetch.max.bytes 2000, max_bytes %d: %d record bytes", m, n)
+		}
+	}
+	if n := total(capped, 500); n == 0 || n > 500 {
+		t.Fatalf("fetch.max.bytes 2000, max_bytes 500: %d record bytes", n)
+	}
+	if n := total(newAllocFixture(t), 1<<20); n <= 2000 {
+		t.Fatalf("default fetch.max.bytes, max_bytes 1 MiB: %d record bytes, want all 200 batches", n)
+	}
+	if _, err := ConfigFromProperties(map[string]string{"log.dirs": t.TempDir(), "fetch.max.bytes": "100"}); err == nil {
+		t.Fatal("fetch.max.bytes 100 accepted")
+	}
+}
