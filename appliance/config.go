@@ -235,7 +235,7 @@ var brokerDefaults = map[string]string{
 	"io.engine":                         "netpoll",
 	"io.uring.spare.procs":              "true",
 	"io.uring.fetch.read.max.bytes":     "1048576",
-	"io.uring.fetch.sendfile.min.bytes": "65536",
+	"io.uring.fetch.sendfile.min.bytes": "0",
 	"log.io.mode":                       "buffered",
 	"log.io.cache.bytes":                "67108864",
 	"offsets.topic.num.partitions":      "50",
