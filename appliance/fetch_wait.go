@@ -6,11 +6,11 @@ package appliance
 // next; the last one encodes the answer into the request's reused buffers
 // and completes the slot. A run whose partitions have nothing past their
 // fetch offsets is answered from their views (partition_view.go) without
-// visiting its shard (advance, peekRun). A fetch that may wait for min_bytes (a long poll)
-// stays goroutine-free too: each pass parks it on the partitions it reads,
-// and an append, its max_wait_ms timer or the connection's end starts the
-// next pass (fetchLongPoll). Only answers that client quotas may hold
-// continue on a goroutine.
+// visiting its shard (advance, peekRun). A fetch that may wait for
+// min_bytes (a long poll) stays goroutine-free too: each pass parks it on
+// the partitions it reads, and an append, its max_wait_ms timer or the
+// connection's end starts the next pass (fetchLongPoll). Only answers that
+// client quotas may hold continue on a goroutine.
 
 import (
 	"slices"

@@ -135,9 +135,9 @@ type parkedPoll struct {
 }
 
 func newPartition(b *Broker, st *shardState, topic string, id TopicID, index, epoch int32, l *nvme.Log, cfg topicConfig) *partition {
-	p := &partition{b: b, st: st, topic: topic, id: id, index: index, epoch: epoch, log: l, cfg: cfg, lastFlush: time.Now(), view: &partView{}}
-	p.publishView()
-	return p
+	// The view is private until useView gives it the PartitionImage's;
+	// nothing reads it before then, so nothing is published to it yet.
+	return &partition{b: b, st: st, topic: topic, id: id, index: index, epoch: epoch, log: l, cfg: cfg, lastFlush: time.Now(), view: &partView{}}
 }
 
 // useView makes v, the view of the partition's PartitionImage, the one
@@ -318,12 +318,11 @@ func (p *partition) housekeep(retention bool) {
 }
 
 func (p *partition) close() error {
-	if p.log == nil {
-		p.wakeWaiters()
-		return nil
+	var err error
+	if p.log != nil {
+		err = p.log.Close()
+		p.log = nil
 	}
-	err := p.log.Close()
-	p.log = nil
 	p.wakeWaiters() // publishes the view as not open first
 	return err
 }

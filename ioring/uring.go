@@ -1226,22 +1226,20 @@ func (c *RingConn) onSpliceOut(cqe CQE) {
 // UringOptions.SendfileMin bytes, every page in the page cache (asked once
 // per part; a part sendfile began stays on it).
 func (c *RingConn) sendfileOK(p *outPart) bool {
-	if p.cached > 0 {
-		return true
+	if p.cached != 0 {
+		return p.cached > 0
 	}
 	least := c.us.e.o.SendfileMin
 	if least <= 0 || p.n < int64(least) || c.us.noCachestat {
 		return false
 	}
-	if p.cached == 0 {
-		p.cached = -1
-		switch cached, err := pageCached(p.fd, p.off, p.n); {
-		case err != nil:
-			c.us.noCachestat = true // ENOSYS before Linux 6.5, or forbidden
-			c.us.e.o.Logger.Info("cachestat(2) unavailable, fetches read or splice every file part", "err", err)
-		case cached:
-			p.cached = 1
-		}
+	p.cached = -1
+	switch cached, err := pageCached(p.fd, p.off, p.n); {
+	case err != nil:
+		c.us.noCachestat = true // ENOSYS before Linux 6.5, or forbidden
+		c.us.e.o.Logger.Info("cachestat(2) unavailable, fetches read or splice every file part", "err", err)
+	case cached:
+		p.cached = 1
 	}
 	return p.cached > 0
 }
