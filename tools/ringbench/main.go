@@ -1,10 +1,14 @@
 // Command ringbench is ringbroker's end-to-end load tool: it runs workload
 // files (OpenMessaging Benchmark style, JSON) with franz-go producers and
 // consumers against ringbroker processes it starts itself (one fresh broker
-// and data directory per workload and target, so several engine or I/O
-// configurations run side by side in one run) or against an external
+// and data directory per workload, target and round, so several engine or
+// I/O configurations run side by side in one run) or against an external
 // cluster, measures the machine's limits in the same run, and writes a JSON
-// report plus a markdown table.
+// report plus a markdown table. With --rounds N each workload runs its
+// targets N times, in the given order in even rounds and reversed in odd
+// ones; with two or more targets a second table gives each target's ratios
+// to the first one's (broker CPU s/GB, publish and end-to-end p99, publish
+// MB/s) as the median over the rounds (see Compare).
 //
 // Usage:
 //
@@ -12,6 +16,7 @@
 //	ringbench --suite bench/suites/short.json --target ringbroker:shards=2,log.io.mode=buffered
 //	ringbench --brokers 127.0.0.1:9092 bench/workloads/latency-10mbps.json
 //	ringbench --suite bench/suites/short.json --target ringbroker --target kfake --target nats
+//	ringbench --suite bench/suites/engines.json --rounds 3 --target ringbroker:io.engine=netpoll --target ringbroker:io.engine=uring
 //
 // Targets kfake and nats are peers (see peers.go) built from the separate Go
 // module bench/peers into --peers-bin; bench/run-short.sh builds them.
@@ -71,8 +76,12 @@ func run() error {
 	progress := flag.Bool("progress", true, "print a progress line every second")
 	peersBin := flag.String("peers-bin", "bench/peers/bin", "directory with the peer binaries kfake, natsbench and nats-server (built by bench/run-short.sh)")
 	natsServer := flag.String("nats-server", "", "nats-server binary; empty uses --peers-bin's, else nats-server on PATH")
+	rounds := flag.Int("rounds", 1, "run each workload's list of targets this many times, in the given order in even rounds and reversed in odd ones (so drift favours no target); the comparison table takes the median over rounds")
 	skipFallback := flag.Bool("skip-unavailable-engines", false, "drop ringbroker targets whose broker reports a different io.engine or log.io.mode than asked (probed once before the runs) instead of running the fallback")
 	flag.Parse()
+	if *rounds < 1 {
+		return fmt.Errorf("--rounds %d: want at least 1", *rounds)
+	}
 
 	if *brokers != "" {
 		targets = append(targets, "external:"+*brokers)
@@ -119,7 +128,7 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	rep := &Report{Tool: "ringbench", Started: time.Now(), Host: hostInfo()}
+	rep := &Report{Tool: "ringbench", Started: time.Now(), Host: hostInfo(), Rounds: *rounds}
 	runID := rep.Started.Format("20060102-150405")
 	root, err := filepath.Abs(filepath.Join(*dataDir, runID))
 	if err != nil {
@@ -181,66 +190,84 @@ func run() error {
 			l.DirectWriteMBPS, l.DirectReadMBPS, l.FdatasyncP50Ms, l.FdatasyncP99Ms, l.LoopbackTCPMBPS, l.Errors)
 	}
 
-	for wi, w := range workloads {
-		for ti, t := range tgs {
-			if ctx.Err() != nil {
-				break
+	// Each workload runs its rounds back to back; RoundOrder alternates the
+	// targets' order from round to round.
+	type slot struct{ wi, round, ti int }
+	var slots []slot
+	for wi := range workloads {
+		for round := range *rounds {
+			for _, ti := range RoundOrder(len(tgs), round) {
+				slots = append(slots, slot{wi, round, ti})
 			}
-			label := fmt.Sprintf("[%s @ %s]", w.Name, t.Name)
-			fmt.Fprintf(os.Stderr, "%s starting\n", label)
-			var r *RunResult
-			switch t.Kind {
-			case "ringbroker":
-				dir := filepath.Join(root, fmt.Sprintf("run-%02d-%02d", wi, ti))
-				b, err := StartBroker(ctx, bin, cfg, dir, t)
-				if err != nil {
-					r = &RunResult{Workload: w, Started: time.Now(), Error: err.Error()}
-					break
-				}
-				r = RunWorkload(ctx, w, []string{b.Addr}, b.Pid(), RunOpts{Grace: *grace, Progress: *progress, Label: label})
-				if b.Exited() {
-					r.Error = strings.TrimSpace(r.Error + "\nbroker exited during the run; log tail:\n" + b.LogTail(2000))
-				}
-				b.Stop()
-				if !*keep {
-					os.RemoveAll(dir)
-				}
-			case "kfake", "nats":
-				dir := filepath.Join(root, fmt.Sprintf("run-%02d-%02d", wi, ti))
-				var p *Broker
-				var err error
-				if t.Kind == "kfake" {
-					p, err = StartKfake(ctx, peers.Kfake, dir, t)
-				} else {
-					p, err = StartNATS(ctx, peers.NATSServer, dir, natsSyncAlways(t, w))
-				}
-				if err != nil {
-					r = &RunResult{Workload: w, Started: time.Now(), Error: err.Error()}
-					break
-				}
-				opts := RunOpts{Grace: *grace, Progress: *progress, Label: label}
-				if t.Kind == "kfake" {
-					r = RunWorkload(ctx, w, []string{p.Addr}, p.Pid(), opts)
-				} else {
-					r = RunNATS(ctx, peers.NATSBench, w, p.Addr, p.Pid(), dir, opts)
-				}
-				if p.Exited() {
-					r.Error = strings.TrimSpace(r.Error + "\n" + t.Kind + " exited during the run; log tail:\n" + p.LogTail(2000))
-				}
-				p.Stop()
-				if !*keep {
-					os.RemoveAll(dir)
-				}
-			case "external":
-				r = RunWorkload(ctx, w, t.Brokers, 0, RunOpts{Grace: *grace, Progress: *progress, Label: label})
-			}
-			r.Target = t
-			ComputeRatios(r, rep.Limits)
-			rep.Runs = append(rep.Runs, r)
-			printRun(r)
 		}
 	}
+	for _, sl := range slots {
+		if ctx.Err() != nil {
+			break
+		}
+		wi, w, round, ti, t := sl.wi, workloads[sl.wi], sl.round, sl.ti, tgs[sl.ti]
+		label := fmt.Sprintf("[%s @ %s]", w.Name, t.Name)
+		if *rounds > 1 {
+			label = fmt.Sprintf("[%s @ %s, round %d of %d]", w.Name, t.Name, round+1, *rounds)
+		}
+		fmt.Fprintf(os.Stderr, "%s starting\n", label)
+		var r *RunResult
+		switch t.Kind {
+		case "ringbroker":
+			dir := filepath.Join(root, fmt.Sprintf("run-%02d-%02d-r%d", wi, ti, round))
+			b, err := StartBroker(ctx, bin, cfg, dir, t)
+			if err != nil {
+				r = &RunResult{Workload: w, Started: time.Now(), Error: err.Error()}
+				break
+			}
+			r = RunWorkload(ctx, w, []string{b.Addr}, b.Pid(), RunOpts{Grace: *grace, Progress: *progress, Label: label})
+			if b.Exited() {
+				r.Error = strings.TrimSpace(r.Error + "\nbroker exited during the run; log tail:\n" + b.LogTail(2000))
+			}
+			b.Stop()
+			if !*keep {
+				os.RemoveAll(dir)
+			}
+		case "kfake", "nats":
+			dir := filepath.Join(root, fmt.Sprintf("run-%02d-%02d-r%d", wi, ti, round))
+			var p *Broker
+			var err error
+			if t.Kind == "kfake" {
+				p, err = StartKfake(ctx, peers.Kfake, dir, t)
+			} else {
+				p, err = StartNATS(ctx, peers.NATSServer, dir, natsSyncAlways(t, w))
+			}
+			if err != nil {
+				r = &RunResult{Workload: w, Started: time.Now(), Error: err.Error()}
+				break
+			}
+			opts := RunOpts{Grace: *grace, Progress: *progress, Label: label}
+			if t.Kind == "kfake" {
+				r = RunWorkload(ctx, w, []string{p.Addr}, p.Pid(), opts)
+			} else {
+				r = RunNATS(ctx, peers.NATSBench, w, p.Addr, p.Pid(), dir, opts)
+			}
+			if p.Exited() {
+				r.Error = strings.TrimSpace(r.Error + "\n" + t.Kind + " exited during the run; log tail:\n" + p.LogTail(2000))
+			}
+			p.Stop()
+			if !*keep {
+				os.RemoveAll(dir)
+			}
+		case "external":
+			r = RunWorkload(ctx, w, t.Brokers, 0, RunOpts{Grace: *grace, Progress: *progress, Label: label})
+		}
+		r.Target, r.Round = t, round
+		ComputeRatios(r, rep.Limits)
+		rep.Runs = append(rep.Runs, r)
+		printRun(r, *rounds)
+	}
 	rep.Finished = time.Now()
+	names := make([]string, len(tgs))
+	for i, t := range tgs {
+		names[i] = t.Name
+	}
+	rep.Comparisons = Compare(names, rep.Runs)
 
 	if err := os.MkdirAll(*outDir, 0o755); err != nil {
 		return err
@@ -318,9 +345,15 @@ func countErr(rs []*RunResult) int {
 	return n
 }
 
-func printRun(r *RunResult) {
-	fmt.Fprintf(os.Stderr, "[%s @ %s] publish %.0f rec/s %.1f MB/s p50 %.2f p99 %.2f p99.9 %.2f max %.2f ms | e2e p50 %.2f p99 %.2f ms | consume %.1f MB/s | errors %d",
-		r.Workload.Name, r.Target.Name, r.Publish.RecordsPS, r.Publish.MBPS, r.PublishLatency.P50Ms, r.PublishLatency.P99Ms,
+// printRun prints r's summary line; with several rounds the label names
+// r's round, as the progress lines do.
+func printRun(r *RunResult, rounds int) {
+	round := ""
+	if rounds > 1 {
+		round = fmt.Sprintf(", round %d of %d", r.Round+1, rounds)
+	}
+	fmt.Fprintf(os.Stderr, "[%s @ %s%s] publish %.0f rec/s %.1f MB/s p50 %.2f p99 %.2f p99.9 %.2f max %.2f ms | e2e p50 %.2f p99 %.2f ms | consume %.1f MB/s | errors %d",
+		r.Workload.Name, r.Target.Name, round, r.Publish.RecordsPS, r.Publish.MBPS, r.PublishLatency.P50Ms, r.PublishLatency.P99Ms,
 		r.PublishLatency.P999Ms, r.PublishLatency.MaxMs, r.E2ELatency.P50Ms, r.E2ELatency.P99Ms, r.Consume.MBPS, r.PublishErrors)
 	if r.Broker != nil {
 		fmt.Fprintf(os.Stderr, " | broker %.1f CPU s/GB, peak RSS %.0f MiB", r.Broker.CPUSecondsPerGB, float64(r.Broker.PeakRSSBytes)/(1<<20))

@@ -13,12 +13,18 @@ import (
 
 // Report is ringbench's JSON result file.
 type Report struct {
-	Tool     string       `json:"tool"`
-	Started  time.Time    `json:"started"`
-	Finished time.Time    `json:"finished"`
-	Host     HostInfo     `json:"host"`
-	Limits   *Limits      `json:"limits,omitempty"`
-	Runs     []*RunResult `json:"runs"`
+	Tool     string    `json:"tool"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	Host     HostInfo  `json:"host"`
+	Limits   *Limits   `json:"limits,omitempty"`
+	// Rounds is how often each workload ran against the list of targets
+	// (--rounds); 0 in reports written before the flag means 1.
+	Rounds int          `json:"rounds,omitempty"`
+	Runs   []*RunResult `json:"runs"`
+	// Comparisons are each target's ratios to the first target's, per
+	// workload over the rounds (see Compare); none for a single target.
+	Comparisons []Comparison `json:"comparisons,omitempty"`
 	// Skipped lists targets dropped before the runs, with the reason.
 	Skipped []string `json:"skipped,omitempty"`
 }
@@ -143,11 +149,17 @@ func WriteMarkdown(w io.Writer, rep *Report) {
 			fmt.Fprintf(w, "Limit errors: %s\n\n", strings.Join(l.Errors, "; "))
 		}
 	}
-	fmt.Fprintf(w, "| workload | target | acks | publish MB/s | publish rec/s | publish p50 / p99 / p99.9 ms | e2e p50 / p99 ms | consume MB/s | broker CPU s/GB | broker cores | broker peak RSS MiB | loadgen cores | publish / disk write | consume / loopback | p50 / fdatasync p50 |\n")
-	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	// With several rounds a round column follows the target's.
+	roundCol, roundHead, roundSep := func(*RunResult) string { return "" }, "", ""
+	if rep.Rounds > 1 {
+		roundCol = func(r *RunResult) string { return fmt.Sprintf(" %d |", r.Round) }
+		roundHead, roundSep = " round |", "---|"
+	}
+	fmt.Fprintf(w, "| workload | target |%s acks | publish MB/s | publish rec/s | publish p50 / p99 / p99.9 ms | e2e p50 / p99 ms | consume MB/s | broker CPU s/GB | broker cores | broker peak RSS MiB | loadgen cores | publish / disk write | consume / loopback | p50 / fdatasync p50 |\n", roundHead)
+	fmt.Fprintf(w, "|---|---|%s---|---|---|---|---|---|---|---|---|---|---|---|---|\n", roundSep)
 	for _, r := range rep.Runs {
 		if r.Error != "" && r.Publish.Records == 0 {
-			fmt.Fprintf(w, "| %s | %s | %s | failed: %s ||||||||||||\n", r.Workload.Name, r.Target.Name, r.Workload.Acks,
+			fmt.Fprintf(w, "| %s | %s |%s %s | failed: %s ||||||||||||\n", r.Workload.Name, r.Target.Name, roundCol(r), r.Workload.Acks,
 				strings.ReplaceAll(firstLine(r.Error), "|", "/"))
 			continue
 		}
@@ -189,8 +201,8 @@ func WriteMarkdown(w io.Writer, rep *Report) {
 		if r.Publish.Records == 0 && r.Error == "" {
 			note += " (nothing sent in the window was acked before it closed)"
 		}
-		fmt.Fprintf(w, "| %s%s | %s | %s | %.1f | %.0f | %s | %s | %s | %s | %s | %s | %.2f | %s | %s | %s |\n",
-			r.Workload.Name, note, r.Target.Name, r.Workload.Acks, r.Publish.MBPS, r.Publish.RecordsPS,
+		fmt.Fprintf(w, "| %s%s | %s |%s %s | %.1f | %.0f | %s | %s | %s | %s | %s | %s | %.2f | %s | %s | %s |\n",
+			r.Workload.Name, note, r.Target.Name, roundCol(r), r.Workload.Acks, r.Publish.MBPS, r.Publish.RecordsPS,
 			pubLat, e2e, cons, cpuGB, cores, rss, r.Loadgen.CPUCores,
 			rt("publish_mbps_to_odirect_write"), rt("consume_mbps_to_loopback_tcp"), rt("publish_p50_to_fdatasync_p50"))
 	}
@@ -206,6 +218,7 @@ func WriteMarkdown(w io.Writer, rep *Report) {
 		fmt.Fprintf(w, " nats is nats-server with a JetStream file-store stream per topic (partitions are subjects), driven by natsbench with the NATS client: every publish waits for the server's ack; for acks=all the server fsyncs every write (sync_interval: always, as ringbroker fdatasyncs before acking acks=all), for acks=1 it keeps its 2-minute default; lz4 becomes S2 stream compression; linger has no analog.")
 	}
 	fmt.Fprintln(w)
+	writeComparisons(w, rep)
 }
 
 func firstLine(s string) string {

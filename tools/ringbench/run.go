@@ -52,6 +52,7 @@ type ProcReport struct {
 type RunResult struct {
 	Workload       *Workload          `json:"workload"`
 	Target         Target             `json:"target"`
+	Round          int                `json:"round"` // 0-based; see --rounds and RoundOrder
 	Started        time.Time          `json:"started"`
 	Publish        Rate               `json:"publish"`
 	PublishErrors  uint64             `json:"publish_errors"`
