@@ -205,8 +205,13 @@ func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
 	for pos := 0; pos < len(records); {
 		b := records[pos:]
 		size := batchLengthBase + int64(int32(be.Uint32(b[offBatchLength:])))
-		last := int64(be.Uint64(b[offBaseOffset:])) + int64(int32(be.Uint32(b[offLastOffsetDelta:])))
+		base := int64(be.Uint64(b[offBaseOffset:]))
+		last := base + int64(int32(be.Uint32(b[offLastOffsetDelta:])))
 		s.track(start+int64(pos), size, last, int64(be.Uint64(b[offMaxTimestamp:])), interval, maxIdx, maxTime)
+		if s.recent == nil {
+			s.recent = new(recentRing)
+		}
+		s.recent.add(batchRef{pos: start + int64(pos), size: size, baseOffset: base, lastOf: last})
 		pos += int(size)
 	}
 	l.scratch, err = s.flushIndexes(l.scratch)

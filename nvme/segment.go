@@ -45,6 +45,10 @@ type segment struct {
 	createdMs     int64 // when this process created or opened the segment
 	firstTs       int64 // maxTimestamp of the first batch; -1 when empty or unknown
 	preallocated  bool  // the .log was fallocated past size (prealloc.go)
+
+	// recent remembers the active segment's last appended batches
+	// (recent.go); nil on closed segments.
+	recent *recentRing
 }
 
 func segmentFileName(base int64, suffix string) string {
@@ -217,7 +221,7 @@ func (s *segment) deactivate(maxTime int, scratch []byte, sync bool) ([]byte, er
 			errs = append(errs, fmt.Errorf("cannot close index %q: %w", s.path(x.sfx), err))
 		}
 	}
-	s.idx, s.tidx = nil, nil
+	s.idx, s.tidx, s.recent = nil, nil, nil
 	if err := s.trimLog(); err != nil {
 		errs = append(errs, err)
 	}
@@ -250,6 +254,11 @@ type batchRef struct {
 // readBatchRef reads the first 27 header bytes of the batch at pos into hdr
 // (len >= 27) and checks that the batch lies inside the segment.
 func (s *segment) readBatchRef(pos int64, hdr []byte) (batchRef, error) {
+	if s.recent != nil {
+		if r, ok := s.recent.get(pos); ok {
+			return r, nil
+		}
+	}
 	hdr = hdr[:offLastOffsetDelta+4]
 	if pos+int64(len(hdr)) > s.size {
 		return batchRef{}, fmt.Errorf("%w: segment %q: batch header at %d runs past the end %d", ErrCorruptMessage, s.path(logSuffix), pos, s.size)
@@ -276,6 +285,11 @@ func (s *segment) findBatch(offset int64, hdr []byte) (int64, error) {
 	if offset >= s.next {
 		return s.size, nil
 	}
+	if s.recent != nil {
+		if pos, ok := s.recent.find(offset); ok {
+			return pos, nil
+		}
+	}
 	pos := floorPosition(s.offIdx, offset-s.base)
 	for pos < s.size {
 		r, err := s.readBatchRef(pos, hdr)
@@ -293,6 +307,7 @@ func (s *segment) findBatch(offset int64, hdr []byte) (int64, error) {
 // closeFiles closes every open file of the segment.
 func (s *segment) closeFiles() error {
 	s.forgetCached()
+	s.recent = nil
 	var errs []error
 	for _, f := range []file{s.idx, s.tidx, s.log} {
 		if f != nil {
