@@ -257,3 +257,26 @@ func TestWriteMarkdownRounds(t *testing.T) {
 		t.Errorf("single-round, single-target markdown:\n%s", out)
 	}
 }
+
+// TestWriteMarkdownHostReported: the host-took column appears only when a
+// run saw the VM give memory back to the host, with "-" where the counter
+// was missing.
+func TestWriteMarkdownHostReported(t *testing.T) {
+	a := mkRun("w", tBase, 0, m{10, 2, 4, 100}, "")
+	b := mkRun("w", tUring, 0, m{5, 1, 3, 90}, "")
+	a.HostReportedMiB, b.HostReportedMiB = 768, -1
+	var buf bytes.Buffer
+	WriteMarkdown(&buf, &Report{Runs: []*RunResult{a, b}})
+	out := buf.String()
+	for _, want := range []string{"| loadgen cores | host took MiB | publish / disk write |", " | 768 | ", " | - | ", "free page reporting"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, out)
+		}
+	}
+	a.HostReportedMiB, b.HostReportedMiB = 0, 0
+	buf.Reset()
+	WriteMarkdown(&buf, &Report{Runs: []*RunResult{a, b}})
+	if strings.Contains(buf.String(), "host took") {
+		t.Errorf("a host column without reported memory:\n%s", buf.String())
+	}
+}

@@ -358,6 +358,9 @@ func printRun(r *RunResult, rounds int) {
 	if r.Broker != nil {
 		fmt.Fprintf(os.Stderr, " | broker %.1f CPU s/GB, peak RSS %.0f MiB", r.Broker.CPUSecondsPerGB, float64(r.Broker.PeakRSSBytes)/(1<<20))
 	}
+	if r.HostReportedMiB > 0 {
+		fmt.Fprintf(os.Stderr, " | host took %.0f MiB", r.HostReportedMiB)
+	}
 	if r.FirstError != "" {
 		fmt.Fprintf(os.Stderr, " | first error: %s", r.FirstError)
 	}

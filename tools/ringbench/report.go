@@ -155,8 +155,23 @@ func WriteMarkdown(w io.Writer, rep *Report) {
 		roundCol = func(r *RunResult) string { return fmt.Sprintf(" %d |", r.Round) }
 		roundHead, roundSep = " round |", "---|"
 	}
-	fmt.Fprintf(w, "| workload | target |%s acks | publish MB/s | publish rec/s | publish p50 / p99 / p99.9 ms | e2e p50 / p99 ms | consume MB/s | broker CPU s/GB | broker cores | broker peak RSS MiB | loadgen cores | publish / disk write | consume / loopback | p50 / fdatasync p50 |\n", roundHead)
-	fmt.Fprintf(w, "|---|---|%s---|---|---|---|---|---|---|---|---|---|---|---|---|\n", roundSep)
+	// On a VM with free page reporting, a column for the guest memory the
+	// host took back during each window (RunResult.HostReportedMiB).
+	hostCol, hostHead, hostSep := func(*RunResult) string { return "" }, "", ""
+	for _, r := range rep.Runs {
+		if r.HostReportedMiB > 0 {
+			hostCol = func(r *RunResult) string {
+				if r.HostReportedMiB < 0 {
+					return " - |"
+				}
+				return fmt.Sprintf(" %.0f |", r.HostReportedMiB)
+			}
+			hostHead, hostSep = " host took MiB |", "---|"
+			break
+		}
+	}
+	fmt.Fprintf(w, "| workload | target |%s acks | publish MB/s | publish rec/s | publish p50 / p99 / p99.9 ms | e2e p50 / p99 ms | consume MB/s | broker CPU s/GB | broker cores | broker peak RSS MiB | loadgen cores |%s publish / disk write | consume / loopback | p50 / fdatasync p50 |\n", roundHead, hostHead)
+	fmt.Fprintf(w, "|---|---|%s---|---|---|---|---|---|---|---|---|---|%s---|---|---|\n", roundSep, hostSep)
 	for _, r := range rep.Runs {
 		if r.Error != "" && r.Publish.Records == 0 {
 			fmt.Fprintf(w, "| %s | %s |%s %s | failed: %s ||||||||||||\n", r.Workload.Name, r.Target.Name, roundCol(r), r.Workload.Acks,
@@ -201,12 +216,15 @@ func WriteMarkdown(w io.Writer, rep *Report) {
 		if r.Publish.Records == 0 && r.Error == "" {
 			note += " (nothing sent in the window was acked before it closed)"
 		}
-		fmt.Fprintf(w, "| %s%s | %s |%s %s | %.1f | %.0f | %s | %s | %s | %s | %s | %s | %.2f | %s | %s | %s |\n",
+		fmt.Fprintf(w, "| %s%s | %s |%s %s | %.1f | %.0f | %s | %s | %s | %s | %s | %s | %.2f |%s %s | %s | %s |\n",
 			r.Workload.Name, note, r.Target.Name, roundCol(r), r.Workload.Acks, r.Publish.MBPS, r.Publish.RecordsPS,
-			pubLat, e2e, cons, cpuGB, cores, rss, r.Loadgen.CPUCores,
+			pubLat, e2e, cons, cpuGB, cores, rss, r.Loadgen.CPUCores, hostCol(r),
 			rt("publish_mbps_to_odirect_write"), rt("consume_mbps_to_loopback_tcp"), rt("publish_p50_to_fdatasync_p50"))
 	}
 	fmt.Fprintf(w, "\nMB = 10^6 bytes of record values. Broker CPU s/GB is the broker process's utime+stime over the window per GB published (each published byte is also consumed once where the workload has consumers). The load generator shares the machine's CPUs with the broker.")
+	if hostHead != "" {
+		fmt.Fprintf(w, " Host took MiB is the guest memory the VM's free page reporting gave back to the host during the window: the page cache a run builds on such memory pays a host page fault per page, which can dominate the broker's CPU at high rates, so compare targets over several rounds.")
+	}
 	kinds := map[string]bool{}
 	for _, r := range rep.Runs {
 		kinds[r.Target.Kind] = true

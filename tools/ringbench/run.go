@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -50,24 +51,31 @@ type ProcReport struct {
 
 // RunResult is the outcome of one workload against one target.
 type RunResult struct {
-	Workload       *Workload          `json:"workload"`
-	Target         Target             `json:"target"`
-	Round          int                `json:"round"` // 0-based; see --rounds and RoundOrder
-	Started        time.Time          `json:"started"`
-	Publish        Rate               `json:"publish"`
-	PublishErrors  uint64             `json:"publish_errors"`
-	FirstError     string             `json:"first_error,omitempty"`
-	Consume        Rate               `json:"consume"`
-	PublishLatency LatencySummary     `json:"publish_latency"`
-	E2ELatency     LatencySummary     `json:"end_to_end_latency"`
-	MaxBacklog     int64              `json:"max_backlog_bytes"`
-	FinalBacklog   int64              `json:"final_backlog_records"`
-	CatchUp        *CatchUp           `json:"catch_up,omitempty"`
-	Broker         *ProcReport        `json:"broker,omitempty"`
-	Loadgen        ProcReport         `json:"loadgen"`
-	Ratios         map[string]float64 `json:"ratios,omitempty"`
-	Series         []Sample           `json:"series"`
-	Error          string             `json:"error,omitempty"`
+	Workload       *Workload      `json:"workload"`
+	Target         Target         `json:"target"`
+	Round          int            `json:"round"` // 0-based; see --rounds and RoundOrder
+	Started        time.Time      `json:"started"`
+	Publish        Rate           `json:"publish"`
+	PublishErrors  uint64         `json:"publish_errors"`
+	FirstError     string         `json:"first_error,omitempty"`
+	Consume        Rate           `json:"consume"`
+	PublishLatency LatencySummary `json:"publish_latency"`
+	E2ELatency     LatencySummary `json:"end_to_end_latency"`
+	MaxBacklog     int64          `json:"max_backlog_bytes"`
+	FinalBacklog   int64          `json:"final_backlog_records"`
+	CatchUp        *CatchUp       `json:"catch_up,omitempty"`
+	Broker         *ProcReport    `json:"broker,omitempty"`
+	Loadgen        ProcReport     `json:"loadgen"`
+	// HostReportedMiB is the guest memory a VM's free page reporting
+	// handed back to the host during the window (page_reporting's
+	// reported_kib; -1 where the kernel has no such counter). A run that
+	// then takes such pages again (fresh page cache) pays a host page
+	// fault for each, in pwrite's copy: on the 2-vCPU development VM that
+	// alone moved a max-rate run's broker CPU per GB by up to 2.5x.
+	HostReportedMiB float64            `json:"host_reported_mib"`
+	Ratios          map[string]float64 `json:"ratios,omitempty"`
+	Series          []Sample           `json:"series"`
+	Error           string             `json:"error,omitempty"`
 }
 
 // counters are the run's shared tallies.
@@ -196,11 +204,13 @@ func RunWorkload(parent context.Context, w *Workload, brokers []string, brokerPi
 	}
 
 	// Sampler: warm-up, window, catch-up, progress.
+	var repStart int64
 	startCPU := func() (broker, self ProcStat) {
 		if brokerPid > 0 {
 			broker, _ = ReadProcStat(brokerPid)
 		}
 		self, _ = ReadProcStat(0)
+		repStart = reportedKiB()
 		return
 	}
 	runStart := time.Now()
@@ -344,7 +354,12 @@ loop:
 	}
 	// Window numbers.
 	winDur := winClose.Sub(winStart)
+	repWindow := repStart
 	bEnd, sEnd := startCPU()
+	res.HostReportedMiB = -1
+	if repWindow >= 0 && repStart >= 0 {
+		res.HostReportedMiB = float64(repStart-repWindow) / 1024
+	}
 	stopProd()
 	prodWG.Wait()
 	// Drain: let consumers reach what was acked, bounded by the grace.
@@ -389,6 +404,23 @@ loop:
 		res.Error = fmt.Sprintf("run hit its hard limit of %v", hard)
 	}
 	return res
+}
+
+// reportedKiBPath is the kernel's count of free guest memory reported to
+// the hypervisor (virtio-balloon free page reporting).
+const reportedKiBPath = "/sys/module/page_reporting/parameters/reported_kib"
+
+// reportedKiB reads reportedKiBPath, -1 when absent.
+func reportedKiB() int64 {
+	b, err := os.ReadFile(reportedKiBPath)
+	if err != nil {
+		return -1
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 func producerOpts(w *Workload, brokers []string, topic, id string) []kgo.Opt {
