@@ -1,8 +1,6 @@
 package appliance
 
 import (
-	"io"
-	"log/slog"
 	"testing"
 
 	"github.com/ringbroker/ringbroker/ioring"
@@ -24,19 +22,8 @@ func TestUringPinShards(t *testing.T) {
 		t.Skip("one CPU allowed: pinned and unpinned look the same")
 	}
 	for _, pin := range []string{"true", "false"} {
-		cfg, err := ConfigFromProperties(map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": t.TempDir(),
-			"shards": "3", "io.engine": "uring", "io.uring.pin.shards": pin, "metrics.listener": "none",
-			"offsets.topic.num.partitions": "1", "transaction.state.log.num.partitions": "1"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Start(); err != nil {
-			t.Fatal(err)
-		}
+		b := startTestBroker(t, map[string]string{"shards": "3", "io.engine": "uring", "io.uring.pin.shards": pin,
+			"metrics.listener": "none", "offsets.topic.num.partitions": "1", "transaction.state.log.num.partitions": "1"})
 		for _, st := range b.shards {
 			var set unix.CPUSet
 			var gerr error
