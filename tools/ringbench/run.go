@@ -204,15 +204,14 @@ func RunWorkload(parent context.Context, w *Workload, brokers []string, brokerPi
 	}
 
 	// Sampler: warm-up, window, catch-up, progress.
-	var repStart int64
 	startCPU := func() (broker, self ProcStat) {
 		if brokerPid > 0 {
 			broker, _ = ReadProcStat(brokerPid)
 		}
 		self, _ = ReadProcStat(0)
-		repStart = reportedKiB()
 		return
 	}
+	var repStart int64 // reportedKiB at the window's start
 	runStart := time.Now()
 	var winStart time.Time
 	var bStart, sStart ProcStat
@@ -242,6 +241,7 @@ func RunWorkload(parent context.Context, w *Workload, brokers []string, brokerPi
 	if w.Warmup == 0 {
 		winStart = time.Now()
 		bStart, sStart = startCPU()
+		repStart = reportedKiB()
 		c.windowStart.Store(winStart.UnixNano())
 		c.windowOpen.Store(true)
 		winEnd = winStart.Add(window)
@@ -257,6 +257,7 @@ loop:
 				pubLat.ResetAll()
 				e2eLat.ResetAll()
 				bStart, sStart = startCPU()
+				repStart = reportedKiB()
 				c.windowStart.Store(winStart.UnixNano())
 				c.windowOpen.Store(true)
 				winEnd = winStart.Add(window)
@@ -354,11 +355,10 @@ loop:
 	}
 	// Window numbers.
 	winDur := winClose.Sub(winStart)
-	repWindow := repStart
 	bEnd, sEnd := startCPU()
 	res.HostReportedMiB = -1
-	if repWindow >= 0 && repStart >= 0 {
-		res.HostReportedMiB = float64(repStart-repWindow) / 1024
+	if repEnd := reportedKiB(); repStart >= 0 && repEnd >= 0 {
+		res.HostReportedMiB = float64(repEnd-repStart) / 1024
 	}
 	stopProd()
 	prodWG.Wait()
