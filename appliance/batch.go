@@ -3,12 +3,10 @@ package appliance
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 
+	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // appendBatch appends one uncompressed record batch v2 holding recs, with
 // baseOffset 0 (the log assigns offsets) and every record stamped ts (ms).
@@ -41,7 +39,7 @@ func appendBatch(dst []byte, ts int64, attrs int16, producerID int64, producerEp
 		dst = append(dst, body...)
 	}
 	binary.BigEndian.PutUint32(dst[start+8:], uint32(len(dst)-start-12))
-	binary.BigEndian.PutUint32(dst[start+17:], crc32.Checksum(dst[start+21:], castagnoli))
+	binary.BigEndian.PutUint32(dst[start+17:], nvme.CRC32C(dst[start+21:]))
 	return dst
 }
 

@@ -3,7 +3,6 @@ package nvme
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 )
 
 // Record batch v2 layout (see doc.go). Offsets of the fields, in bytes from
@@ -52,10 +51,6 @@ const (
 	CompressionLZ4    = 3
 	CompressionZstd   = 4
 )
-
-// castagnoli is the CRC32C table; crc32.MakeTable returns a shared, read-only
-// table for this polynomial.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // BatchHeader is the decoded 61-byte header of a record batch v2 (KIP-98).
 // Timestamps are milliseconds since the Unix epoch.
@@ -137,7 +132,7 @@ func decodeHeader(b []byte) BatchHeader {
 }
 
 // batchCRC computes the CRC32C a batch must carry; batch is the whole batch.
-func batchCRC(batch []byte) uint32 { return crc32.Checksum(batch[offAttributes:], castagnoli) }
+func batchCRC(batch []byte) uint32 { return CRC32C(batch[offAttributes:]) }
 
 // ValidateBatches checks the records bytes of a produce request: one or more
 // concatenated record batches v2. It returns the number of batches and

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"math"
 	"os"
 	"path/filepath"
@@ -222,7 +221,7 @@ func AppendProducerSnapshot(dst []byte, entries []*ProducerEntry) []byte {
 		dst = be.AppendUint32(dst, uint32(e.CoordinatorEpoch))
 		dst = be.AppendUint64(dst, uint64(e.CurrentTxnFirstOffset))
 	}
-	be.PutUint32(dst[start+2:], crc32.Checksum(dst[start+6:], castagnoli))
+	be.PutUint32(dst[start+2:], CRC32C(dst[start+6:]))
 	return dst
 }
 
@@ -235,7 +234,7 @@ func ParseProducerSnapshot(b []byte) ([]*ProducerEntry, error) {
 	if v := int16(be.Uint16(b)); v != 1 {
 		return nil, fmt.Errorf("%w: producer snapshot version %d", ErrCorruptMessage, v)
 	}
-	if got, want := crc32.Checksum(b[6:], castagnoli), be.Uint32(b[2:]); got != want {
+	if got, want := CRC32C(b[6:]), be.Uint32(b[2:]); got != want {
 		return nil, fmt.Errorf("%w: producer snapshot crc %08x, want %08x", ErrCorruptMessage, got, want)
 	}
 	n := int64(int32(be.Uint32(b[6:])))

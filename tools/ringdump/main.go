@@ -23,7 +23,6 @@ import (
 	"encoding/binary"
 	"flag"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -38,8 +37,6 @@ import (
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // dumper walks one directory and collects problems.
 type dumper struct {
@@ -237,7 +234,7 @@ func (d *dumper) dumpSegment(path string) error {
 		batch := rest[:size]
 		d.batches++
 		d.records64 += int64(h.RecordCount)
-		crc := crc32.Checksum(batch[21:], castagnoli)
+		crc := nvme.CRC32C(batch[21:])
 		crcNote := "crc ok"
 		if crc != h.CRC {
 			crcNote = fmt.Sprintf("CRC MISMATCH (stored %#08x, computed %#08x)", h.CRC, crc)
@@ -589,7 +586,7 @@ func (d *dumper) dumpSnapshot(name string, b []byte) {
 		d.problem("%s: producer snapshot version %d, want 1", name, v)
 		return
 	}
-	if got, want := crc32.Checksum(b[6:], castagnoli), be.Uint32(b[2:]); got != want {
+	if got, want := nvme.CRC32C(b[6:]), be.Uint32(b[2:]); got != want {
 		d.problem("%s: producer snapshot CRC32C mismatch: stored %#08x, computed %#08x", name, want, got)
 		return
 	}
