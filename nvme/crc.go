@@ -17,12 +17,13 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // shorter ones a loop whose streams lie 168 bytes apart, in rounds of 504
 // bytes from an 8-byte-aligned address, the rest a byte or word at a time.
 // On the development VM (AMD EPYC, 32 MiB L3, go1.26.8) the long-input loop
-// ran at 7.4 GB/s over data outside the CPU caches, and the same bytes fed
-// in aligned pieces of 7 rounds at 18.7 GB/s (BenchmarkCRC32C, cold). Over
-// data within L1/L2 the long loop is faster (26 against 20 GB/s for 16 KiB,
-// hot). A produce request's batches are validated as if cold: in a profile
-// of the broker at maximum produce rate (log.io.mode=direct), CRC32C was
-// 11.1-11.4% of the uring broker's CPU samples with one call per batch.
+// ran at 6.6 GiB/s over data outside the CPU caches, and the same bytes fed
+// in aligned pieces of 7 rounds at 16.9 GiB/s (BenchmarkCRC32C, cold, 16000
+// B). Over data within L1/L2 the long loop is faster (23.1 against 18.7
+// GiB/s, hot). A produce request's batches are validated as if cold: in a
+// profile of the broker at maximum produce rate (log.io.mode=direct), CRC32C
+// was 11.0-11.5% of the uring broker's CPU samples with one call per batch,
+// 4.8-5.7% in pieces.
 const crc32cPiece = 7 * 3 * 168
 
 // CRC32C returns the CRC-32C (Castagnoli) of p: the checksum of a record
