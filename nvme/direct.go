@@ -43,6 +43,7 @@ type directFile struct {
 	writable bool  // the active segment: the tail block is kept in wblk
 	wblk     []byte
 	wbase    int64 // file offset of wblk[0]
+	werr     error // the first failed deferred write (direct_batch.go)
 }
 
 // openDirect opens path with O_DIRECT through open (which a test may make
@@ -79,6 +80,12 @@ func (d *directFile) Allocate(n int64) error { return fallocate(d.raw.OSFile(), 
 
 // Truncate sets the file's size (and logical size) to n.
 func (d *directFile) Truncate(n int64) error {
+	if d.cache.wb.on {
+		d.cache.flushPending() // a roll or a failed append: the deferred ranges go first
+		if d.werr != nil {
+			return d.werr
+		}
+	}
 	if err := d.raw.Truncate(n); err != nil {
 		return err
 	}
@@ -152,14 +159,13 @@ func (d *directFile) WriteAt(p []byte, off int64) (int, error) {
 		rel := d.size - d.wbase
 		n := int64(copy(d.wblk[rel:], p))
 		from, to := rel-rel%d.align, roundUp(rel+n, d.align)
-		m, err := d.raw.WriteAt(d.wblk[from:to], d.wbase+from)
-		if err == nil && int64(m) < to-from {
-			err = io.ErrShortWrite
-		}
-		if err != nil {
+		if d.cache.wb.on {
+			// Written at FlushWriteBatch (direct_batch.go).
+			d.cache.wb.add(d, d.wblk, d.wbase, from, to)
+		} else if err := d.writeRange(from, to); err != nil {
 			// Keep the logical size; the bytes past it in wblk are
 			// cleared by the caller's Truncate.
-			return written + int(max(0, min(n, int64(m)-(rel-from)))), err
+			return written + int(max(0, min(n, err.n-(rel-from)))), err.err
 		}
 		d.size += n
 		written += int(n)
@@ -171,6 +177,24 @@ func (d *directFile) WriteAt(p []byte, off int64) (int, error) {
 		}
 	}
 	return written, nil
+}
+
+// rangeError is a failed write of the tail buffer: n bytes were counted.
+type rangeError struct {
+	n   int64
+	err error
+}
+
+// writeRange writes wblk[from:to] at wbase+from with one pwrite.
+func (d *directFile) writeRange(from, to int64) *rangeError {
+	m, err := d.raw.WriteAt(d.wblk[from:to], d.wbase+from)
+	if err == nil && int64(m) < to-from {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		return &rangeError{n: int64(m), err: err}
+	}
+	return nil
 }
 
 // block returns the bytes of the block that holds off, up to the end of the

@@ -61,6 +61,12 @@ func (l *Log) preallocate(s *segment) {
 // or the log closes, so closed segments are plain Kafka segments) and
 // turns a direct-mode tail buffer into a read-only cache block.
 func (s *segment) trimLog() error {
+	if d, ok := s.log.(*directFile); ok && d.cache.wb.on {
+		d.cache.flushPending() // deferred ranges first (direct_batch.go)
+		if d.werr != nil {
+			return fmt.Errorf("cannot finish segment %q: %w", s.path(logSuffix), d.werr)
+		}
+	}
 	if d, ok := s.log.(*directFile); ok && d.wblk != nil {
 		d.cache.put(cacheKey{d.id, d.wbase / d.bs}, d.wblk, int(d.size-d.wbase))
 		d.wblk, d.writable = nil, false
