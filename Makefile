@@ -10,7 +10,7 @@ UNIT_TIMEOUT        ?= 8m
 INTEGRATION_TIMEOUT ?= 15m
 FUZZTIME  ?= 30s
 
-.PHONY: all build run test deps vet unit integration integration-netpoll integration-uring integration-passes bench microbench fuzz lint clean unit-direct integration-direct crashloop compat
+.PHONY: all build run test deps vet unit integration integration-netpoll integration-uring integration-uring-direct integration-passes bench microbench fuzz lint clean unit-direct integration-direct crashloop compat
 
 all: build
 
@@ -54,15 +54,16 @@ integration-netpoll:
 integration-uring:
 	RB_ENGINE=uring RB_SHARDS=4 $(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) -run '$(INTEGRATION_URING_RUN)' ./tests/integration/...
 
-# make test runs the three integration passes (netpoll, uring with 4 shards,
-# direct I/O) side by side, each test binary on its own brokers and ports:
-# the suite mostly waits on clients, timers and kill/restart cycles, so on
-# 2 cores the three at once took 212 s of wall time (each pass 188-210 s)
-# against ~530 s one after another. INTEGRATION_JOBS=1 runs them one after
-# another; each pass's output is printed whole when it ends.
-INTEGRATION_JOBS ?= 3
+# make test runs the four integration passes (netpoll, uring with 4 shards,
+# direct I/O, uring with direct I/O) side by side, each test binary on its
+# own brokers and ports: the suite mostly waits on clients, timers and
+# kill/restart cycles, so on 2 cores three passes at once took 198-212 s of
+# wall time (each pass 188-210 s) against ~530 s one after another, and
+# four 215 s. INTEGRATION_JOBS=1 runs them one after another; each pass's
+# output is printed whole when it ends.
+INTEGRATION_JOBS ?= 4
 integration-passes:
-	$(MAKE) -j$(INTEGRATION_JOBS) --output-sync=target integration-netpoll integration-uring integration-direct
+	$(MAKE) -j$(INTEGRATION_JOBS) --output-sync=target integration-netpoll integration-uring integration-direct integration-uring-direct
 
 # Real clients' own suites (franz-go pkg/kgo, kafka-go) and smoke checks
 # (kcat, confluent-kafka, kafka-python, sarama) against the broker; writes
@@ -81,6 +82,11 @@ unit-direct:
 
 integration-direct:
 	RB_IO_MODE=direct $(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) -run '$(DIRECT_TESTS)' ./tests/integration/...
+
+# uring with direct I/O: the engine that batches segment writes through
+# its rings (io.uring.direct.write.batch).
+integration-uring-direct:
+	RB_ENGINE=uring RB_IO_MODE=direct RB_SHARDS=4 $(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) -run '$(DIRECT_TESTS)' ./tests/integration/...
 
 # The long crash-safety loop: 50 kill -9 cycles under acks=all, both io modes.
 CRASHLOOP_CYCLES ?= 50

@@ -75,7 +75,11 @@ type shardState struct {
 	parts     map[tpKey]*partition
 	committer *nvme.GroupCommitter
 	cache     *nvme.BlockCache // direct mode's block cache; nil in buffered mode
-	retention *time.Ticker
+	// batchWrites: a produce's appends on this shard run as one message and
+	// their segment writes go through the shard's ring together (uring
+	// engine, direct mode, io.uring.direct.write.batch; produce_wait.go).
+	batchWrites bool
+	retention   *time.Ticker
 
 	fetchReads atomic.Uint64 // fetch passes that read partitions on this shard (fetch_wait.go step)
 }
@@ -151,6 +155,10 @@ func (b *Broker) Start() error {
 			return err
 		}
 		b.shards = append(b.shards, st)
+		if err := b.startWriteBatching(st); err != nil {
+			b.stopShards()
+			return err
+		}
 	}
 
 	lso := b.readLogStartOffsets()

@@ -185,16 +185,31 @@ func (p *partition) append(records []byte, acks int16, done func(produceResult))
 // whose done is w.doneFn: with acks=-1 the fdatasync answers through w's
 // reused callback, so the append allocates nothing.
 func (p *partition) appendFor(records []byte, acks int16, done func(produceResult), w *produceWait) {
+	info, err := p.appendLog(records)
+	p.afterAppend(info, err, acks, done, w)
+}
+
+// appendLog appends records to the log; an offline partition refuses with
+// KAFKA_STORAGE_ERROR.
+func (p *partition) appendLog(records []byte) (nvme.AppendInfo, error) {
 	if p.offline != nil {
-		done(produceResult{err: fmt.Errorf("%w: %v", kerr.KafkaStorageError, p.offline), baseOffset: -1, logAppendTime: -1, logStartOffset: -1})
-		return
+		return nvme.AppendInfo{}, fmt.Errorf("%w: %v", kerr.KafkaStorageError, p.offline)
 	}
-	info, err := p.log.Append(records, nvme.AppendOptions{
+	return p.log.Append(records, nvme.AppendOptions{
 		LogAppendTime:   p.cfg.logAppendTime,
 		MaxMessageBytes: p.cfg.maxMessageBytes,
 		LeaderEpoch:     p.epoch,
 		RequireKeys:     p.cfg.compact,
 	})
+}
+
+// afterAppend answers, flushes and publishes an append (appendLog's info
+// and err). In a write batch (produceWait.postBatch) it runs after the
+// batch's writes, whose failure Log.CheckWrites reports.
+func (p *partition) afterAppend(info nvme.AppendInfo, err error, acks int16, done func(produceResult), w *produceWait) {
+	if err == nil {
+		err = p.log.CheckWrites()
+	}
 	if err != nil {
 		if errors.Is(err, nvme.ErrLogClosed) {
 			p.goOffline(err) // an I/O error: validation errors leave the log as it was

@@ -116,9 +116,7 @@ func handleProduce(b *Broker, r *request) any {
 	if len(txnItems) > 0 {
 		b.txnProduce(*req.TransactionID, txnItems)
 	} else {
-		for _, w := range ps.waits[:ps.n] {
-			w.st.loop.Post(w.postFn)
-		}
+		ps.postWaits()
 	}
 	if ps.n == 0 {
 		ps.finish() // throttled, nothing to wait for

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -21,6 +22,8 @@ type produceState struct {
 	b        *Broker
 	resp     kmsg.ProduceResponse
 	waits    []*produceWait // waits[:n] are in use; the rest are kept for reuse
+	heads    []*produceWait // per shard id: the first wait of a write batch (postWaits)
+	tails    []*produceWait
 	n        int
 	pending  atomic.Int32 // waits not yet answered
 	finished atomic.Bool
@@ -40,6 +43,15 @@ type produceWait struct {
 	res     produceResult
 	postFn  func()
 	doneFn  func(produceResult)
+
+	// Write batches (shardState.batchWrites): the request's next wait on
+	// the same shard, the message that runs them all (postBatch), and this
+	// wait's append between the batch's appends and its flush.
+	next    *produceWait
+	batchFn func()
+	appPart *partition
+	appInfo nvme.AppendInfo
+	appErr  error
 
 	// acks=-1: the appended partition, its answer and when its fdatasync
 	// was asked for, kept for syncFn (partition.appendFor).
@@ -86,6 +98,7 @@ func (ps *produceState) addWait(ti, pi int, st *shardState, key tpKey, records [
 	if ps.n == len(ps.waits) {
 		w := &produceWait{ps: ps}
 		w.postFn = w.post
+		w.batchFn = w.postBatch
 		w.doneFn = w.done
 		w.syncFn = w.onSync
 		ps.waits = append(ps.waits, w)
@@ -107,6 +120,69 @@ func (ps *produceState) start(timeout time.Duration) {
 		ps.b.metrics.producePurgatory.Add(1)
 	}
 	ps.timer.arm(timeout)
+}
+
+// postWaits posts each wait to its owner shard. On a shard that batches
+// writes, the request's waits go as one message (postBatch), so that their
+// segment writes are submitted together.
+func (ps *produceState) postWaits() {
+	batches := 0
+	for _, w := range ps.waits[:ps.n] {
+		if !w.st.batchWrites {
+			w.st.loop.Post(w.postFn)
+			continue
+		}
+		id := w.st.id
+		for len(ps.heads) <= id {
+			ps.heads = append(ps.heads, nil)
+			ps.tails = append(ps.tails, nil)
+		}
+		w.next = nil
+		if ps.heads[id] == nil {
+			ps.heads[id] = w
+			batches++
+		} else {
+			ps.tails[id].next = w
+		}
+		ps.tails[id] = w
+	}
+	// Once the last batch is posted the request may be answered and its
+	// state reused: stop reading ps then.
+	for id := 0; batches > 0; id++ {
+		if h := ps.heads[id]; h != nil {
+			ps.heads[id], ps.tails[id] = nil, nil
+			batches--
+			h.st.loop.Post(h.batchFn)
+		}
+	}
+}
+
+// postBatch runs on the owner shard for the waits chained from w: every
+// append first, with their segment writes deferred, then one flush of those
+// writes (nvme.BlockCache.FlushWriteBatch), and only then each append's
+// answer, fdatasync request and publication (partition.afterAppend), so
+// nothing is acknowledged or served before it is written.
+func (w *produceWait) postBatch() {
+	cache := w.st.cache
+	cache.BeginWriteBatch()
+	for x := w; x != nil; x = x.next {
+		x.appPart = x.st.parts[x.key]
+		if x.appPart != nil {
+			x.appInfo, x.appErr = x.appPart.appendLog(x.records)
+		}
+	}
+	cache.FlushWriteBatch()
+	for x := w; x != nil; {
+		next := x.next // x's answer may be the request's last
+		part, info, err := x.appPart, x.appInfo, x.appErr
+		x.appPart, x.appErr = nil, nil
+		if part == nil {
+			x.done(produceResult{err: kerr.NotLeaderForPartition, baseOffset: -1, logAppendTime: -1, logStartOffset: -1})
+		} else {
+			part.afterAppend(info, err, x.ps.acks, x.doneFn, x)
+		}
+		x = next
+	}
 }
 
 // post runs on the owner shard: append, answering through done.

@@ -1,6 +1,9 @@
 package appliance
 
 import (
+	"fmt"
+
+	"github.com/ringbroker/ringbroker/ioring"
 	"github.com/ringbroker/ringbroker/nvme"
 )
 
@@ -45,4 +48,33 @@ func (b *Broker) storageOptions(st *shardState, t *TopicImage, o nvme.Options) n
 	o.Cache = st.cache
 	o.Alignment = b.device.Alignment()
 	return o
+}
+
+// startWriteBatching gives a ring shard's block cache its write ring
+// (io.uring.direct.write.batch, direct mode, uring engine): the ring is
+// created on the shard's thread, which alone may submit to it, and closed
+// when the shard stops.
+func (b *Broker) startWriteBatching(st *shardState) error {
+	if st.cache == nil || !st.loop.IsRing() || !b.cfg.UringDirectWriteBatch {
+		return nil
+	}
+	errc := make(chan error, 1)
+	st.loop.Post(func() {
+		r, err := ioring.New(ioring.Options{Entries: 64})
+		if err != nil {
+			errc <- fmt.Errorf("cannot create the write ring of shard %d: %w", st.id, err)
+			return
+		}
+		st.cache.SetWriteRing(r)
+		st.loop.OnClose(func() {
+			st.cache.SetWriteRing(nil)
+			_ = r.Close()
+		})
+		errc <- nil
+	})
+	if err := <-errc; err != nil {
+		return err
+	}
+	st.batchWrites = true
+	return nil
 }
