@@ -22,21 +22,30 @@ func segmentOnDisk(t *testing.T, dir string, base int64) []byte {
 	return b
 }
 
+// writeBatchCache returns a cache of capacity bytes with a write ring. It
+// locks the test's goroutine to its thread for the rest of the test: the
+// ring is single-issuer.
+func writeBatchCache(t *testing.T, capacity int64) *BlockCache {
+	t.Helper()
+	runtime.LockOSThread()
+	t.Cleanup(runtime.UnlockOSThread)
+	r, err := ioring.New(ioring.Options{Entries: 64})
+	if err != nil {
+		t.Skipf("no io_uring: %v", err)
+	}
+	t.Cleanup(func() { r.Close() })
+	c := NewBlockCache(capacity)
+	c.SetWriteRing(r)
+	return c
+}
+
 // TestDirectWriteBatch appends to three direct-mode logs sharing one cache
 // inside write batches: the bytes reach the files only at
 // FlushWriteBatch, with several ranges through the ring, a log appended
 // twice in one batch (merged ranges) and rolls inside a batch (flushed
 // first); every log then reads back, on disk and reopened, as appended.
 func TestDirectWriteBatch(t *testing.T) {
-	runtime.LockOSThread() // the ring is single-issuer
-	defer runtime.UnlockOSThread()
-	r, err := ioring.New(ioring.Options{Entries: 64})
-	if err != nil {
-		t.Skipf("no io_uring: %v", err)
-	}
-	defer r.Close()
-	cache := NewBlockCache(8 * DefaultCacheBlockBytes)
-	cache.SetWriteRing(r)
+	cache := writeBatchCache(t, 8*DefaultCacheBlockBytes)
 	o := directOptions(t)
 	o.SegmentBytes = 4 << 20
 	o.Cache = cache
@@ -112,15 +121,7 @@ func TestDirectWriteBatch(t *testing.T) {
 // error), and the log refuses further appends; other logs of the batch
 // keep their writes.
 func TestDirectWriteBatchFailure(t *testing.T) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	r, err := ioring.New(ioring.Options{Entries: 64})
-	if err != nil {
-		t.Skipf("no io_uring: %v", err)
-	}
-	defer r.Close()
-	cache := NewBlockCache(4 * DefaultCacheBlockBytes)
-	cache.SetWriteRing(r)
+	cache := writeBatchCache(t, 4*DefaultCacheBlockBytes)
 	o := directOptions(t)
 	o.Cache = cache
 	badDir, goodDir := t.TempDir(), t.TempDir()
