@@ -177,7 +177,7 @@ func (w *produceWait) postBatch() {
 		part, info, err := x.appPart, x.appInfo, x.appErr
 		x.appPart, x.appErr = nil, nil
 		if part == nil {
-			x.done(produceResult{err: kerr.NotLeaderForPartition, baseOffset: -1, logAppendTime: -1, logStartOffset: -1})
+			x.done(notLeaderResult)
 		} else {
 			part.afterAppend(info, err, x.ps.acks, x.doneFn, x)
 		}
@@ -185,11 +185,14 @@ func (w *produceWait) postBatch() {
 	}
 }
 
+// notLeaderResult answers an append to a partition its shard no longer leads.
+var notLeaderResult = produceResult{err: kerr.NotLeaderForPartition, baseOffset: -1, logAppendTime: -1, logStartOffset: -1}
+
 // post runs on the owner shard: append, answering through done.
 func (w *produceWait) post() {
 	part := w.st.parts[w.key]
 	if part == nil {
-		w.done(produceResult{err: kerr.NotLeaderForPartition, baseOffset: -1, logAppendTime: -1, logStartOffset: -1})
+		w.done(notLeaderResult)
 		return
 	}
 	part.appendFor(w.records, w.ps.acks, w.doneFn, w)

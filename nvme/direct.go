@@ -80,11 +80,8 @@ func (d *directFile) Allocate(n int64) error { return fallocate(d.raw.OSFile(), 
 
 // Truncate sets the file's size (and logical size) to n.
 func (d *directFile) Truncate(n int64) error {
-	if d.cache.wb.on {
-		d.cache.flushPending() // a roll or a failed append: the deferred ranges go first
-		if d.werr != nil {
-			return d.werr
-		}
+	if err := d.settle(); err != nil {
+		return err
 	}
 	if err := d.raw.Truncate(n); err != nil {
 		return err
@@ -162,10 +159,16 @@ func (d *directFile) WriteAt(p []byte, off int64) (int, error) {
 		if d.cache.wb.on {
 			// Written at FlushWriteBatch (direct_batch.go).
 			d.cache.wb.add(d, d.wblk, d.wbase, from, to)
-		} else if err := d.writeRange(from, to); err != nil {
-			// Keep the logical size; the bytes past it in wblk are
-			// cleared by the caller's Truncate.
-			return written + int(max(0, min(n, err.n-(rel-from)))), err.err
+		} else {
+			m, err := d.raw.WriteAt(d.wblk[from:to], d.wbase+from)
+			if err == nil && int64(m) < to-from {
+				err = io.ErrShortWrite
+			}
+			if err != nil {
+				// Keep the logical size; the bytes past it in wblk are
+				// cleared by the caller's Truncate.
+				return written + int(max(0, min(n, int64(m)-(rel-from)))), err
+			}
 		}
 		d.size += n
 		written += int(n)
@@ -177,24 +180,6 @@ func (d *directFile) WriteAt(p []byte, off int64) (int, error) {
 		}
 	}
 	return written, nil
-}
-
-// rangeError is a failed write of the tail buffer: n bytes were counted.
-type rangeError struct {
-	n   int64
-	err error
-}
-
-// writeRange writes wblk[from:to] at wbase+from with one pwrite.
-func (d *directFile) writeRange(from, to int64) *rangeError {
-	m, err := d.raw.WriteAt(d.wblk[from:to], d.wbase+from)
-	if err == nil && int64(m) < to-from {
-		err = io.ErrShortWrite
-	}
-	if err != nil {
-		return &rangeError{n: int64(m), err: err}
-	}
-	return nil
 }
 
 // block returns the bytes of the block that holds off, up to the end of the

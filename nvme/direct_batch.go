@@ -31,6 +31,19 @@ type pendingWrite struct {
 	buf      []byte
 	base     int64
 	from, to int64
+	wb       *writeBatch // the batch whose ring writes it (Complete)
+}
+
+// Complete records the result of p's ring write (its completion handler:
+// a pointer into wb.pending, which stays put during the flush, so queuing
+// the write allocates nothing).
+func (p *pendingWrite) Complete(cq ioring.CQE) {
+	p.wb.left--
+	if cq.Res < 0 {
+		p.d.noteWrite(0, int(p.to-p.from), fmt.Errorf("io_uring write: %w", syscall.Errno(-cq.Res)))
+		return
+	}
+	p.d.noteWrite(int(cq.Res), int(p.to-p.from), nil)
 }
 
 // writeBatch is a BlockCache's deferred writes (owner shard only).
@@ -115,17 +128,9 @@ func (c *BlockCache) ringWrites() {
 		chunk := wb.pending[start:min(start+writeBatchRingDepth, len(wb.pending))]
 		for i := range chunk {
 			p := &chunk[i]
+			p.wb = wb
 			fd := int(p.d.raw.OSFile().Fd())
-			i := i
-			if _, err := wb.ring.Write(fd, p.buf[p.from:p.to], p.base+p.from, false, ioring.HandlerFunc(func(cq ioring.CQE) {
-				wb.left--
-				q := &chunk[i]
-				if cq.Res < 0 {
-					q.d.noteWrite(0, int(q.to-q.from), fmt.Errorf("io_uring write: %w", syscall.Errno(-cq.Res)))
-					return
-				}
-				q.d.noteWrite(int(cq.Res), int(q.to-q.from), nil)
-			})); err != nil {
+			if _, err := wb.ring.Write(fd, p.buf[p.from:p.to], p.base+p.from, false, p); err != nil {
 				p.d.noteWrite(0, int(p.to-p.from), fmt.Errorf("cannot queue io_uring write: %w", err))
 				continue
 			}
@@ -157,6 +162,17 @@ func (wb *writeBatch) add(d *directFile, buf []byte, base, from, to int64) {
 		}
 	}
 	wb.pending = append(wb.pending, pendingWrite{d: d, buf: buf, base: base, from: from, to: to})
+}
+
+// settle writes the batch's deferred ranges before d is trimmed or
+// truncated inside a batch (a roll or a failed append) and returns d's
+// first failed deferred write; outside a batch it does nothing.
+func (d *directFile) settle() error {
+	if !d.cache.wb.on {
+		return nil
+	}
+	d.cache.flushPending()
+	return d.werr
 }
 
 // noteWrite records the outcome of a deferred write of want bytes.

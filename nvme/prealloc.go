@@ -61,10 +61,9 @@ func (l *Log) preallocate(s *segment) {
 // or the log closes, so closed segments are plain Kafka segments) and
 // turns a direct-mode tail buffer into a read-only cache block.
 func (s *segment) trimLog() error {
-	if d, ok := s.log.(*directFile); ok && d.cache.wb.on {
-		d.cache.flushPending() // deferred ranges first (direct_batch.go)
-		if d.werr != nil {
-			return fmt.Errorf("cannot finish segment %q: %w", s.path(logSuffix), d.werr)
+	if d, ok := s.log.(*directFile); ok {
+		if err := d.settle(); err != nil {
+			return fmt.Errorf("cannot finish segment %q: %w", s.path(logSuffix), err)
 		}
 	}
 	if d, ok := s.log.(*directFile); ok && d.wblk != nil {
