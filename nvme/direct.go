@@ -158,7 +158,11 @@ func (d *directFile) WriteAt(p []byte, off int64) (int, error) {
 		from, to := rel-rel%d.align, roundUp(rel+n, d.align)
 		if d.cache.wb.on {
 			// Written at FlushWriteBatch (direct_batch.go).
-			d.cache.wb.add(d, d.wblk, d.wbase, from, to)
+			head := from
+			if rel > from {
+				head = from + d.align // the block written before, with fewer bytes
+			}
+			d.cache.wb.add(d, d.wblk, d.wbase, from, head, to)
 		} else {
 			m, err := d.raw.WriteAt(d.wblk[from:to], d.wbase+from)
 			if err == nil && int64(m) < to-from {

@@ -157,3 +157,56 @@ func TestDirectWriteBatchFailure(t *testing.T) {
 		t.Fatal("the good log's bytes are not on disk")
 	}
 }
+
+// TestDirectWriteBatchSplit: a deferred range that starts in a block the
+// file already holds bytes of, and goes past it, is written through the
+// ring as two writes (that block, then the new blocks), so ext4 can issue
+// it without an io-wq hand-off; a range that starts on a block boundary or
+// stays inside the old block is one write. Each case counts its ring writes
+// and reads back from the disk.
+func TestDirectWriteBatchSplit(t *testing.T) {
+	cache := writeBatchCache(t, 8*DefaultCacheBlockBytes)
+	o := directOptions(t)
+	o.Cache = cache
+	dirs := []string{t.TempDir(), t.TempDir()}
+	logs := []*Log{mustOpen(t, dirs[0], o), mustOpen(t, dirs[1], o)}
+	var stored [2][]byte
+	batch := func(valueSize int) WriteBatchStats {
+		t.Helper()
+		before := cache.WriteBatchStats()
+		cache.BeginWriteBatch()
+		for i, l := range logs {
+			stored[i] = append(stored[i], bytes.Join(appendN(t, l, 1, 1, valueSize, 0), nil)...)
+		}
+		cache.FlushWriteBatch()
+		for i, l := range logs {
+			if err := l.CheckWrites(); err != nil {
+				t.Fatalf("log %d: %v", i, err)
+			}
+		}
+		after := cache.WriteBatchStats()
+		return WriteBatchStats{Batches: after.Batches - before.Batches, Writes: after.Writes - before.Writes, RingWrites: after.RingWrites - before.RingWrites}
+	}
+	// Empty files: each range starts at 0, one write each.
+	if st := batch(1000); st.Writes != 2 || st.RingWrites != 2 {
+		t.Fatalf("first batch: %+v, want 2 ranges in 2 ring writes", st)
+	}
+	// Still inside the first block: one write each.
+	if st := batch(500); st.Writes != 2 || st.RingWrites != 2 {
+		t.Fatalf("inside the old block: %+v, want 2 ranges in 2 ring writes", st)
+	}
+	// From the partly written block into new ones: two writes each.
+	if st := batch(20000); st.Writes != 2 || st.RingWrites != 4 {
+		t.Fatalf("past the old block: %+v, want 2 ranges in 4 ring writes", st)
+	}
+	for i, l := range logs {
+		s := l.Segments()
+		disk := segmentOnDisk(t, dirs[i], s[len(s)-1].BaseOffset)
+		if !bytes.Equal(disk[:len(stored[i])], stored[i]) || !allZero(disk[len(stored[i]):4096*((len(stored[i])+4095)/4096)]) {
+			t.Fatalf("log %d: the disk does not hold the %d bytes appended followed by zeros", i, len(stored[i]))
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
