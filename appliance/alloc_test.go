@@ -6,10 +6,10 @@ package appliance
 // measured is the engine's read, the frame decode, the dispatch, the
 // handler, the owner shard, the response encode and the engine's write:
 // the path a real connection takes, on whichever engine io.engine picks
-// (RB_ENGINE overrides, as in the integration tests). testing.AllocsPerRun
-// counts every allocation in the process, the broker's goroutines included;
-// its integer division leaves out background work that allocates less than
-// once per request (tickers, metrics).
+// (RB_ENGINE and RB_IO_MODE override, as in the integration tests).
+// testing.AllocsPerRun counts every allocation in the process, the broker's
+// goroutines included; its integer division leaves out background work that
+// allocates less than once per request (tickers, metrics).
 
 import (
 	"encoding/binary"
@@ -94,6 +94,9 @@ func newAllocFixtureWith(tb testing.TB, extra map[string]string) *allocFixture {
 	}
 	if e := os.Getenv("RB_ENGINE"); e != "" {
 		p["io.engine"] = e
+	}
+	if m := os.Getenv("RB_IO_MODE"); m != "" {
+		p["log.io.mode"] = m
 	}
 	cfg, err := ConfigFromProperties(p)
 	if err != nil {

@@ -81,7 +81,13 @@ type shardState struct {
 	batchWrites bool
 	retention   *time.Ticker
 
-	fetchReads atomic.Uint64 // fetch passes that read partitions on this shard (fetch_wait.go step)
+	// asyncReads: fetches read the blocks they miss in cache through the
+	// shard's ring first (uring engine, direct mode,
+	// io.uring.direct.read.async; fetch_wait.go prefetch).
+	asyncReads bool
+
+	fetchReads      atomic.Uint64 // fetch passes that read partitions on this shard (fetch_wait.go step)
+	fetchPrefetches atomic.Uint64 // of those, passes that read missing blocks through the ring first
 }
 
 type tpKey struct {

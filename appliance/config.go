@@ -74,6 +74,7 @@ type Config struct {
 	UringSpareProcs          bool   // io.uring.spare.procs: GOMAXPROCS + shards with the uring engine (engine.go)
 	UringPinShards           bool   // io.uring.pin.shards: pin each ring shard's thread to its CPU (engine.go)
 	UringDirectWriteBatch    bool   // io.uring.direct.write.batch: a produce's segment writes on a shard go through its ring together (log.io.mode=direct; produce_wait.go)
+	UringDirectReadAsync     bool   // io.uring.direct.read.async: fetches read the cache blocks they miss through the shard's ring (log.io.mode=direct; fetch_wait.go)
 	UringFetchReadMaxBytes   int32  // io.uring.fetch.read.max.bytes: log parts of answers up to this size are read, not spliced (engine.go)
 	UringFetchSendfileMin    int32  // io.uring.fetch.sendfile.min.bytes: page-cached log parts of at least this size go by sendfile(2); 0 never (engine.go)
 	SaslServerMaxReceiveSize int32  // sasl.server.max.receive.size: largest frame before SASL authentication (Kafka's default 512 KiB)
@@ -238,6 +239,7 @@ var brokerDefaults = map[string]string{
 	"io.uring.spare.procs":              "true",
 	"io.uring.pin.shards":               "true",
 	"io.uring.direct.write.batch":       "true",
+	"io.uring.direct.read.async":        "true",
 	"io.uring.fetch.read.max.bytes":     "1048576",
 	"io.uring.fetch.sendfile.min.bytes": "0",
 	"log.io.mode":                       "buffered",
@@ -320,6 +322,7 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 	c.UringSpareProcs = boolean("io.uring.spare.procs")
 	c.UringPinShards = boolean("io.uring.pin.shards")
 	c.UringDirectWriteBatch = boolean("io.uring.direct.write.batch")
+	c.UringDirectReadAsync = boolean("io.uring.direct.read.async")
 	c.UringFetchReadMaxBytes = i32("io.uring.fetch.read.max.bytes")
 	c.UringFetchSendfileMin = i32("io.uring.fetch.sendfile.min.bytes")
 	c.SaslServerMaxReceiveSize = i32("sasl.server.max.receive.size")

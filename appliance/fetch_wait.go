@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ringbroker/ringbroker/nvme"
 )
 
 // fetchState is one fetch's request-side and answer-side storage.
@@ -39,11 +41,19 @@ type fetchState struct {
 	anyErr   bool
 	stepFn   func()
 	lp       fetchLongPoll
+
+	// Direct mode on a ring shard (io.uring.direct.read.async): the blocks
+	// the run would miss in the cache are read through the ring first, and
+	// step runs again when they are in (prefetched then).
+	pf       nvme.BlockPrefetch
+	pfRounds int // prefetch rounds the current step has had
+	pfDone   func()
 }
 
 func (fs *fetchState) init(rs *reqState) {
 	fs.rs = rs
 	fs.stepFn = fs.step
+	fs.pfDone = fs.afterPrefetch
 	fs.lp.fs = fs
 	fs.lp.state.Store(lpDone)
 }
@@ -191,8 +201,16 @@ func (fs *fetchState) peekRun(i, j int) bool {
 // where a fetch that may wait parks on each, then advances the pass.
 func (fs *fetchState) step() {
 	st := fs.shardOf(fs.i)
-	st.fetchReads.Add(1)
 	j := fs.runEnd(fs.i)
+	if st.asyncReads && fs.pfRounds == 0 {
+		fs.pf.Begin(st.cache)
+	}
+	if st.asyncReads && fs.pfRounds < maxPrefetchRounds && fs.prefetch(st, j) {
+		fs.pfRounds++
+		return // afterPrefetch runs step again
+	}
+	fs.pfRounds = 0
+	st.fetchReads.Add(1)
 	// Each shard's run reads up to max_bytes, the first batch of its first
 	// non-empty partition even beyond; trimToMaxBytes keeps request order.
 	budget := fs.maxBytes
@@ -220,6 +238,43 @@ func (fs *fetchState) step() {
 	}
 	fs.i = j
 	fs.advance()
+}
+
+// maxPrefetchRounds bounds the rounds of ring reads (each of at most
+// nvme.PrefetchBlocks blocks, so a shard's disk queue never holds more)
+// one step waits for before it reads what is still missing itself.
+const maxPrefetchRounds = 8
+
+// prefetch starts ring reads of the cache blocks that reading ins[fs.i:j]
+// would miss, each partition up to what max_bytes leaves of the run's
+// budget, and reports whether any started (nvme/direct_prefetch.go).
+func (fs *fetchState) prefetch(st *shardState, j int) bool {
+	budget := int64(fs.maxBytes)
+	for _, in := range fs.ins[fs.i:j] {
+		if budget <= 0 || fs.pf.Full() {
+			break
+		}
+		part := st.parts[tpKey{in.topic.ID, in.partition}]
+		if part == nil || part.offline != nil || in.maxBytes <= 0 {
+			continue
+		}
+		budget -= part.log.Prefetch(&fs.pf, in.offset, int32(min(int64(in.maxBytes), budget)))
+	}
+	if fs.pf.Start(st.loop.Ring(), fs.pfDone) == 0 {
+		return false
+	}
+	st.fetchPrefetches.Add(1)
+	return true
+}
+
+// afterPrefetch runs the step whose reads have completed, on the shard's
+// loop (the ring's completion), unless the shard is stopping: the ring then
+// cancels what is in flight as it closes, after every connection is gone.
+func (fs *fetchState) afterPrefetch() {
+	if fs.shardOf(fs.i).loop.Closing() {
+		return
+	}
+	fs.step()
 }
 
 // endPass answers the fetch or parks it once every partition is read; it

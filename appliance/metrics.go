@@ -335,12 +335,17 @@ func (m *brokerMetrics) writeShardMetrics(w io.Writer) {
 		busy       time.Duration
 		depth      int
 		fetchReads uint64
+		prefetches uint64
 		gc         nvme.GroupCommitStats
+		cache      nvme.CacheStats // direct mode's block cache
 	}
 	shardStats := make([]shardStat, len(b.shards))
 	for i, st := range b.shards {
 		tasks, busy := st.loop.Stats()
-		shardStats[i] = shardStat{tasks: tasks, busy: busy, depth: st.loop.QueueDepth(), fetchReads: st.fetchReads.Load(), gc: st.committer.Stats()}
+		shardStats[i] = shardStat{tasks: tasks, busy: busy, depth: st.loop.QueueDepth(), fetchReads: st.fetchReads.Load(), prefetches: st.fetchPrefetches.Load(), gc: st.committer.Stats()}
+		if st.cache != nil {
+			st.loop.Call(func() { shardStats[i].cache = st.cache.Stats() })
+		}
 	}
 	for _, f := range []struct {
 		name string
@@ -350,6 +355,12 @@ func (m *brokerMetrics) writeShardMetrics(w io.Writer) {
 		{"ringbroker_shard_tasks_total", func(s shardStat) float64 { return float64(s.tasks) }},
 		{"ringbroker_shard_queue_depth", func(s shardStat) float64 { return float64(s.depth) }},
 		{"ringbroker_shard_fetch_reads_total", func(s shardStat) float64 { return float64(s.fetchReads) }},
+		{"ringbroker_shard_fetch_prefetches_total", func(s shardStat) float64 { return float64(s.prefetches) }},
+		{"ringbroker_log_cache_hits_total", func(s shardStat) float64 { return float64(s.cache.Hits) }},
+		{"ringbroker_log_cache_misses_total", func(s shardStat) float64 { return float64(s.cache.Misses) }},
+		{"ringbroker_log_cache_read_bytes_total", func(s shardStat) float64 { return float64(s.cache.ReadBytes) }},
+		{"ringbroker_log_cache_ring_reads_total", func(s shardStat) float64 { return float64(s.cache.AsyncReads) }},
+		{"ringbroker_log_cache_evictions_total", func(s shardStat) float64 { return float64(s.cache.Evictions) }},
 		{"ringbroker_log_flush_windows_total", func(s shardStat) float64 { return float64(s.gc.Flushes) }},
 		{"ringbroker_log_fsyncs_total", func(s shardStat) float64 { return float64(s.gc.Syncs) }},
 		{"ringbroker_log_fsync_requests_total", func(s shardStat) float64 { return float64(s.gc.Requests) }},

@@ -55,6 +55,8 @@ func (b *Broker) storageOptions(st *shardState, t *TopicImage, o nvme.Options) n
 // created on the shard's thread, which alone may submit to it, and closed
 // when the shard stops.
 func (b *Broker) startWriteBatching(st *shardState) error {
+	// Fetches' block reads use the shard's own ring (fetch_wait.go).
+	st.asyncReads = st.cache != nil && st.loop.IsRing() && b.cfg.UringDirectReadAsync
 	if st.cache == nil || !st.loop.IsRing() || !b.cfg.UringDirectWriteBatch {
 		return nil
 	}

@@ -144,6 +144,17 @@ func (s *Shard) Call(fn func()) {
 	<-ch
 }
 
+// Closing reports whether Close has been called: the loop runs only what
+// is already queued, and Post must no longer be called.
+func (s *Shard) Closing() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // Stats reports the tasks run and the nanoseconds the loop spent running them.
 func (s *Shard) Stats() (tasks uint64, busy time.Duration) {
 	return s.tasks.Load(), time.Duration(s.busyNano.Load())

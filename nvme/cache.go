@@ -35,6 +35,7 @@ type BlockCache struct {
 type CacheStats struct {
 	Hits, Misses uint64 // block lookups
 	ReadBytes    uint64 // bytes read with O_DIRECT to fill blocks
+	AsyncReads   uint64 // of those reads, blocks read through the ring (BlockPrefetch)
 	Evictions    uint64
 	Blocks       int // blocks held now
 }

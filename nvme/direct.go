@@ -42,8 +42,9 @@ type directFile struct {
 	size     int64 // logical size: bytes of data
 	writable bool  // the active segment: the tail block is kept in wblk
 	wblk     []byte
-	wbase    int64 // file offset of wblk[0]
-	werr     error // the first failed deferred write (direct_batch.go)
+	wbase    int64  // file offset of wblk[0]
+	werr     error  // the first failed deferred write (direct_batch.go)
+	gen      uint64 // bumped by Truncate and forget: block reads started before are stale (direct_prefetch.go)
 }
 
 // openDirect opens path with O_DIRECT through open (which a test may make
@@ -72,7 +73,10 @@ func (d *directFile) Size() (int64, error) { return d.size, nil }
 func (d *directFile) Close() error { return d.raw.Close() }
 
 // forget drops the file's blocks from the cache (owner shard only).
-func (d *directFile) forget() { d.cache.dropFile(d.id, 0) }
+func (d *directFile) forget() {
+	d.gen++
+	d.cache.dropFile(d.id, 0)
+}
 
 // Allocate preallocates the file to n bytes (fallocate mode 0: the size
 // becomes n, the new blocks read as zeros); the logical size is unchanged.
@@ -83,6 +87,7 @@ func (d *directFile) Truncate(n int64) error {
 	if err := d.settle(); err != nil {
 		return err
 	}
+	d.gen++
 	if err := d.raw.Truncate(n); err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ringbroker/ringbroker/ioring"
 )
@@ -207,6 +208,77 @@ func TestDirectWriteBatchSplit(t *testing.T) {
 		}
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestDirectPrefetch: blocks a read would miss are listed by Prefetch, read
+// through the ring by Start and put into the cache, so the read that
+// follows misses nothing and returns the appended bytes; a block whose file
+// is forgotten (retention, the cleaner) while its read is in flight is not
+// cached.
+func TestDirectPrefetch(t *testing.T) {
+	cache := writeBatchCache(t, 4*DefaultCacheBlockBytes)
+	ring := cache.wb.ring
+	cache.SetWriteRing(nil) // plain pwrites; the ring serves the reads
+	o := directOptions(t)
+	o.Cache = cache
+	l := mustOpen(t, t.TempDir(), o)
+	defer l.Close()
+	var stored []byte
+	for i := range 400 { // ~9 MiB: the first blocks are evicted
+		stored = append(stored, bytes.Join(appendN(t, l, 1, 3, 7000+i%1000, int64(i)), nil)...)
+	}
+	wait := func(pf *BlockPrefetch) {
+		t.Helper()
+		done := false
+		if pf.Start(ring, func() { done = true }) == 0 {
+			t.Fatal("Start started no reads")
+		}
+		for !done {
+			if _, err := ring.Wait(1, time.Second); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var pf BlockPrefetch
+	pf.Begin(cache)
+	if n := l.Prefetch(&pf, 0, 2<<20); n < 2<<20 || pf.Pending() < 2 {
+		t.Fatalf("Prefetch from 0: %d bytes, %d blocks listed; want 2 MiB in 2 or more blocks", n, pf.Pending())
+	}
+	listed := pf.Pending()
+	before := cache.Stats()
+	wait(&pf)
+	mid := cache.Stats()
+	if got := mid.AsyncReads - before.AsyncReads; got != uint64(listed) {
+		t.Fatalf("%d blocks read through the ring, want %d", got, listed)
+	}
+	res, err := l.Read(0, 2<<20, 1<<62, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := readChunks(t, res)
+	if after := cache.Stats(); after.Misses != mid.Misses {
+		t.Fatalf("the read after the prefetch missed %d blocks", after.Misses-mid.Misses)
+	}
+	if len(got) == 0 || !bytes.Equal(got, stored[:len(got)]) {
+		t.Fatalf("read %d bytes after the prefetch; they differ from what was appended", len(got))
+	}
+	// Nothing left to list for the same read.
+	pf.Begin(cache)
+	if l.Prefetch(&pf, 0, 1<<20); pf.Pending() != 0 {
+		t.Fatalf("%d blocks listed again after they were read", pf.Pending())
+	}
+	// A forgotten file's block is not cached.
+	d := l.segs[0].log.(*directFile)
+	cache.dropFile(d.id, 0)
+	pf.Begin(cache)
+	l.Prefetch(&pf, 0, 1<<20)
+	d.forget()
+	wait(&pf)
+	for k := range cache.entries {
+		if k.file == d.id {
+			t.Fatalf("block %d of a forgotten file was cached", k.block)
 		}
 	}
 }
