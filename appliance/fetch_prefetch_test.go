@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ringbroker/ringbroker/ioring"
 	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -19,26 +18,12 @@ import (
 // come back byte for byte; on, the blocks the fetches missed were read
 // through the shards' rings (and no fetch read one itself); off, none was.
 func TestUringDirectReadAsync(t *testing.T) {
-	if ok, why := ioring.Available(); !ok {
-		t.Skipf("io_uring unavailable: %s", why)
-	}
 	for _, async := range []string{"true", "false"} {
 		t.Run("async="+async, func(t *testing.T) {
-			b := startTestBroker(t, map[string]string{"io.engine": "uring", "log.io.mode": "direct", "num.partitions": "4",
-				"io.uring.direct.read.async": async, "log.io.cache.bytes": "8388608", "segment.bytes": "8388608",
-				"metrics.listener": "none", "offsets.topic.num.partitions": "1", "transaction.state.log.num.partitions": "1"})
-			if b.shards[0].cache == nil {
-				t.Skip("O_DIRECT refused here: the broker runs buffered")
-			}
+			b := uringDirectBroker(t, map[string]string{"num.partitions": "4", "io.uring.direct.read.async": async,
+				"log.io.cache.bytes": "8388608", "segment.bytes": "8388608"})
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
-			cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr().String()), kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("ra"),
-				kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerLinger(5*time.Millisecond),
-				kgo.ProducerBatchCompression(kgo.NoCompression()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cl.Close()
 			const n = 6000
 			value := func(i int) []byte {
 				v := make([]byte, 1000+i%7000) // batches start and end anywhere in the blocks
@@ -48,37 +33,17 @@ func TestUringDirectReadAsync(t *testing.T) {
 				}
 				return v
 			}
-			errs := make(chan error, n)
-			for i := range n {
-				cl.Produce(ctx, &kgo.Record{Key: binary.BigEndian.AppendUint32(nil, uint32(i)), Value: value(i)}, func(_ *kgo.Record, err error) { errs <- err })
-			}
-			for range n {
-				if err := <-errs; err != nil {
-					t.Fatal(err)
-				}
-			}
+			produceAll(ctx, t, b, "ra", n, func(i int) *kgo.Record {
+				return &kgo.Record{Key: binary.BigEndian.AppendUint32(nil, uint32(i)), Value: value(i)}
+			})
 			before := cacheStats(b)
-			c, err := kgo.NewClient(kgo.SeedBrokers(b.Addr().String()), kgo.ConsumeTopics("ra"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			seen := make([]bool, n)
-			for got := 0; got < n; {
-				fs := c.PollFetches(ctx)
-				if err := ctx.Err(); err != nil {
-					t.Fatalf("%d of %d records read back: %v", got, n, err)
+			consumeAll(ctx, t, b, "ra", n, func(r *kgo.Record) int {
+				i := int(binary.BigEndian.Uint32(r.Key))
+				if i < 0 || i >= n || !bytes.Equal(r.Value, value(i)) {
+					t.Fatalf("record %d at %d/%d: bad", i, r.Partition, r.Offset)
 				}
-				fs.EachError(func(_ string, _ int32, err error) { t.Fatal(err) })
-				fs.EachRecord(func(r *kgo.Record) {
-					i := int(binary.BigEndian.Uint32(r.Key))
-					if i < 0 || i >= n || seen[i] || !bytes.Equal(r.Value, value(i)) {
-						t.Fatalf("record %d at %d/%d: bad, or seen twice", i, r.Partition, r.Offset)
-					}
-					seen[i] = true
-					got++
-				})
-			}
+				return i
+			})
 			after := cacheStats(b)
 			var prefetches uint64
 			for _, s := range b.shards {

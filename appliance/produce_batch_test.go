@@ -17,60 +17,22 @@ import (
 // every record back: on, the shards' segment writes went in batches
 // through their write rings; off, none did.
 func TestUringDirectWriteBatch(t *testing.T) {
-	if ok, why := ioring.Available(); !ok {
-		t.Skipf("io_uring unavailable: %s", why)
-	}
 	for _, batch := range []string{"true", "false"} {
 		t.Run("batch="+batch, func(t *testing.T) {
-			b := startTestBroker(t, map[string]string{"io.engine": "uring", "log.io.mode": "direct", "num.partitions": "8",
-				"io.uring.direct.write.batch": batch, "metrics.listener": "none", "offsets.topic.num.partitions": "1",
-				"transaction.state.log.num.partitions": "1"})
-			if b.shards[0].cache == nil {
-				t.Skip("O_DIRECT refused here: the broker runs buffered")
-			}
+			b := uringDirectBroker(t, map[string]string{"num.partitions": "8", "io.uring.direct.write.batch": batch})
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr().String()), kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("wb"),
-				kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerLinger(5*time.Millisecond))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cl.Close()
 			const n = 4000
-			errs := make(chan error, n)
-			for i := range n {
-				cl.Produce(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i) + ":" + fmt.Sprint(make([]byte, i%300)))}, func(_ *kgo.Record, err error) { errs <- err })
-			}
-			for range n {
-				if err := <-errs; err != nil {
-					t.Fatal(err)
+			value := func(i int) string { return strconv.Itoa(i) + ":" + fmt.Sprint(make([]byte, i%300)) }
+			produceAll(ctx, t, b, "wb", n, func(i int) *kgo.Record { return &kgo.Record{Value: []byte(value(i))} })
+			consumeAll(ctx, t, b, "wb", n, func(r *kgo.Record) int {
+				var i int
+				var rest string
+				if _, err := fmt.Sscanf(string(r.Value), "%d:%s", &i, &rest); err != nil || i < 0 || i >= n || string(r.Value) != value(i) {
+					t.Fatalf("record %q at %d/%d: bad", r.Value, r.Partition, r.Offset)
 				}
-			}
-			c, err := kgo.NewClient(kgo.SeedBrokers(b.Addr().String()), kgo.ConsumeTopics("wb"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			seen := make([]bool, n)
-			for got := 0; got < n; {
-				fs := c.PollFetches(ctx)
-				if err := ctx.Err(); err != nil {
-					t.Fatalf("%d of %d records read back: %v", got, n, err)
-				}
-				fs.EachError(func(_ string, _ int32, err error) { t.Fatal(err) })
-				fs.EachRecord(func(r *kgo.Record) {
-					var i int
-					var rest string
-					if _, err := fmt.Sscanf(string(r.Value), "%d:%s", &i, &rest); err != nil || i < 0 || i >= n || seen[i] {
-						t.Fatalf("record %q at %d/%d: bad or seen twice", r.Value, r.Partition, r.Offset)
-					}
-					if want := strconv.Itoa(i) + ":" + fmt.Sprint(make([]byte, i%300)); string(r.Value) != want {
-						t.Fatalf("record %d at %d/%d differs", i, r.Partition, r.Offset)
-					}
-					seen[i] = true
-					got++
-				})
-			}
+				return i
+			})
 			var st nvme.WriteBatchStats
 			for _, s := range b.shards {
 				var x nvme.WriteBatchStats
@@ -86,6 +48,78 @@ func TestUringDirectWriteBatch(t *testing.T) {
 				t.Fatalf("write batch stats %+v with io.uring.direct.write.batch=false", st)
 			}
 			t.Logf("write batch stats %+v", st)
+		})
+	}
+}
+
+// uringDirectBroker starts a test broker with io.engine=uring,
+// log.io.mode=direct and props (one partition for the internal topics, no
+// metrics listener), or skips the test where io_uring or O_DIRECT is
+// unavailable.
+func uringDirectBroker(t *testing.T, props map[string]string) *Broker {
+	t.Helper()
+	if ok, why := ioring.Available(); !ok {
+		t.Skipf("io_uring unavailable: %s", why)
+	}
+	p := map[string]string{"io.engine": "uring", "log.io.mode": "direct", "metrics.listener": "none",
+		"offsets.topic.num.partitions": "1", "transaction.state.log.num.partitions": "1"}
+	for k, v := range props {
+		p[k] = v
+	}
+	b := startTestBroker(t, p)
+	if b.shards[0].cache == nil {
+		t.Skip("O_DIRECT refused here: the broker runs buffered")
+	}
+	return b
+}
+
+// produceAll produces the records rec makes for 0..n-1 to topic (created
+// on first use, partitions round robin, uncompressed) and waits for every
+// acknowledgement.
+func produceAll(ctx context.Context, t *testing.T, b *Broker, topic string, n int, rec func(i int) *kgo.Record) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr().String()), kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerLinger(5*time.Millisecond),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	errs := make(chan error, n)
+	for i := range n {
+		cl.Produce(ctx, rec(i), func(_ *kgo.Record, err error) { errs <- err })
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// consumeAll reads topic from the start until it has seen n records:
+// check verifies each and returns its index in 0..n-1, and none may come
+// twice.
+func consumeAll(ctx context.Context, t *testing.T, b *Broker, topic string, n int, check func(r *kgo.Record) int) {
+	t.Helper()
+	c, err := kgo.NewClient(kgo.SeedBrokers(b.Addr().String()), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	seen := make([]bool, n)
+	for got := 0; got < n; {
+		fs := c.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("%d of %d records read back: %v", got, n, err)
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Fatal(err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			i := check(r)
+			if seen[i] {
+				t.Fatalf("record %d at %d/%d seen twice", i, r.Partition, r.Offset)
+			}
+			seen[i] = true
+			got++
 		})
 	}
 }
