@@ -84,13 +84,19 @@ func (v *partView) load() viewState {
 // dropping entries of ended polls and duplicates (any goroutine).
 func (v *partView) park(lp *fetchLongPoll, gen uint64) {
 	v.mu.Lock()
-	live := v.polls[:0]
-	for _, x := range v.polls {
+	old := v.polls
+	live := old[:0]
+	for _, x := range old {
 		if x.lp == lp || x.gen != x.lp.gen.Load() {
 			continue
 		}
 		live = append(live, x)
 	}
+	// The entries left behind past the live ones would otherwise keep the
+	// ended polls' fetch states, and the cache blocks their answers point
+	// to, alive for as long as the array lives: abandoned long polls in
+	// direct mode held gigabytes after their connections were gone.
+	clear(old[len(live):])
 	v.polls = append(live, parkedPoll{lp, gen})
 	v.mu.Unlock()
 }
@@ -107,7 +113,7 @@ func (v *partView) takePolls() []parkedPoll {
 }
 
 func (v *partView) givePolls(polls []parkedPoll) {
-	clear(polls) // no references to ended polls' storage
+	clear(polls[:cap(polls)]) // no references to ended polls' storage
 	v.mu.Lock()
 	if v.spare == nil {
 		v.spare = polls[:0]

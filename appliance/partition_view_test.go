@@ -72,6 +72,43 @@ func TestPartViewPolls(t *testing.T) {
 	}
 }
 
+// TestPartViewDropsEndedPolls: once polls have ended, no entry of the
+// view's arrays (past their lengths included) refers to them after the next
+// park, nor after a wake-up round: they would keep the ended fetches'
+// storage, and the cache blocks their answers point to, alive.
+func TestPartViewDropsEndedPolls(t *testing.T) {
+	var v partView
+	ended := map[*fetchLongPoll]bool{}
+	for range 50 {
+		lp := &fetchLongPoll{}
+		v.park(lp, 0)
+		ended[lp] = true
+	}
+	for lp := range ended {
+		lp.gen.Add(1) // its fetch ended (connection gone)
+	}
+	refs := func(where string, polls []parkedPoll) {
+		t.Helper()
+		for i, x := range polls[:cap(polls)] {
+			if ended[x.lp] {
+				t.Fatalf("%s: entry %d of %d (len %d) still refers to an ended poll", where, i, cap(polls), len(polls))
+			}
+		}
+	}
+	live := &fetchLongPoll{}
+	v.park(live, 0)
+	refs("after a park", v.polls)
+	if n := v.parked(); n != 1 {
+		t.Fatalf("%d parked, want 1", n)
+	}
+	took := v.takePolls()
+	live.gen.Add(1)
+	ended[live] = true
+	v.givePolls(took)
+	refs("the spare array after a wake-up round", v.spare)
+	refs("the given-back array", took)
+}
+
 // viewFetch is a fetch v12 of "a" at the given offsets (partition to
 // offset), with current leader epoch epoch (-1: none).
 func viewFetch(maxWaitMs int32, epoch int32, offsets map[int32]int64) []byte {
