@@ -44,7 +44,7 @@ type fetchState struct {
 
 	// Direct mode on a ring shard (io.uring.direct.read.async): the blocks
 	// the run would miss in the cache are read through the ring first, and
-	// step runs again when they are in (prefetched then).
+	// step runs again when they are in (afterPrefetch).
 	pf       nvme.BlockPrefetch
 	pfRounds int // prefetch rounds the current step has had
 	pfDone   func()
