@@ -161,7 +161,7 @@ func (b *Broker) Start() error {
 			return err
 		}
 		b.shards = append(b.shards, st)
-		if err := b.startWriteBatching(st); err != nil {
+		if err := b.startRingStorage(st); err != nil {
 			b.stopShards()
 			return err
 		}

@@ -50,12 +50,12 @@ func (b *Broker) storageOptions(st *shardState, t *TopicImage, o nvme.Options) n
 	return o
 }
 
-// startWriteBatching gives a ring shard's block cache its write ring
-// (io.uring.direct.write.batch, direct mode, uring engine): the ring is
-// created on the shard's thread, which alone may submit to it, and closed
-// when the shard stops.
-func (b *Broker) startWriteBatching(st *shardState) error {
-	// Fetches' block reads use the shard's own ring (fetch_wait.go).
+// startRingStorage sets up a ring shard's direct-mode I/O: fetches read
+// the blocks they miss through the shard's own ring
+// (io.uring.direct.read.async, fetch_wait.go), and the block cache gets its
+// write ring (io.uring.direct.write.batch), created on the shard's thread,
+// which alone may submit to it, and closed when the shard stops.
+func (b *Broker) startRingStorage(st *shardState) error {
 	st.asyncReads = st.cache != nil && st.loop.IsRing() && b.cfg.UringDirectReadAsync
 	if st.cache == nil || !st.loop.IsRing() || !b.cfg.UringDirectWriteBatch {
 		return nil

@@ -124,16 +124,8 @@ func (l *Log) Prefetch(pf *BlockPrefetch, offset int64, maxBytes int32) int64 {
 		return 0
 	}
 	var pos int64
-	switch {
-	case offset <= s.base:
-	case s.recent != nil:
-		if p, ok := s.recent.find(offset); ok {
-			pos = p
-			break
-		}
-		pos = floorPosition(s.offIdx, offset-s.base)
-	default:
-		pos = floorPosition(s.offIdx, offset-s.base)
+	if offset > s.base {
+		pos, _ = s.searchStart(offset)
 	}
 	end := min(s.size, pos+int64(maxBytes)+int64(l.opts.IndexIntervalBytes))
 	for base := pos - pos%d.bs; base < end && !pf.Full(); base += d.bs {

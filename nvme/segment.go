@@ -285,12 +285,10 @@ func (s *segment) findBatch(offset int64, hdr []byte) (int64, error) {
 	if offset >= s.next {
 		return s.size, nil
 	}
-	if s.recent != nil {
-		if pos, ok := s.recent.find(offset); ok {
-			return pos, nil
-		}
+	pos, exact := s.searchStart(offset)
+	if exact {
+		return pos, nil
 	}
-	pos := floorPosition(s.offIdx, offset-s.base)
 	for pos < s.size {
 		r, err := s.readBatchRef(pos, hdr)
 		if err != nil {
@@ -302,6 +300,18 @@ func (s *segment) findBatch(offset int64, hdr []byte) (int64, error) {
 		pos += r.size
 	}
 	return s.size, nil
+}
+
+// searchStart is where the search for the batch holding offset (base <
+// offset < next) begins: the batch itself when the recent-batch list knows
+// it (exact), else the offset index's position at or before it.
+func (s *segment) searchStart(offset int64) (pos int64, exact bool) {
+	if s.recent != nil {
+		if pos, ok := s.recent.find(offset); ok {
+			return pos, true
+		}
+	}
+	return floorPosition(s.offIdx, offset-s.base), false
 }
 
 // closeFiles closes every open file of the segment.
