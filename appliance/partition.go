@@ -310,6 +310,7 @@ func (p *partition) park(w *fetchWaiter) {
 
 // housekeep rolls by time and, when asked, applies retention.
 func (p *partition) housekeep(retention bool) {
+	p.view.prune()
 	if p.offline != nil {
 		return
 	}

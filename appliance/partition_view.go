@@ -101,6 +101,27 @@ func (v *partView) park(lp *fetchLongPoll, gen uint64) {
 	v.mu.Unlock()
 }
 
+// prune drops the entries of ended polls (any goroutine; the shard's
+// housekeeping calls it). park drops them too, but a partition that no
+// fetch parks on again and that does not change would keep them, and with
+// them the ended fetches' storage: the fetch state, its connection, that
+// connection's unsent answers and the cache blocks they point to. A test
+// of clients that sent long polls and dropped their connections held
+// 0.9-1.5 GB after a collection with no connection left.
+func (v *partView) prune() {
+	v.mu.Lock()
+	old := v.polls
+	live := old[:0]
+	for _, x := range old {
+		if x.gen == x.lp.gen.Load() {
+			live = append(live, x)
+		}
+	}
+	clear(old[len(live):])
+	v.polls = live
+	v.mu.Unlock()
+}
+
 // takePolls removes and returns the parked polls (owner shard). Polls that
 // park again while the caller wakes these go to the other buffer; the
 // caller hands the returned slice back with givePolls.

@@ -242,3 +242,38 @@ func TestFetchAnswersFromViews(t *testing.T) {
 		t.Fatal("the long poll did not answer within 5 s of an append (max wait 10 s)")
 	}
 }
+
+// A partition that no fetch parks on again and that does not change must
+// still let go of ended polls: housekeeping prunes them.
+func TestPartViewPruneDropsEndedPolls(t *testing.T) {
+	var v partView
+	var live, ended []*fetchLongPoll
+	for i := range 10 {
+		lp := &fetchLongPoll{}
+		v.park(lp, 0)
+		if i%3 == 0 {
+			live = append(live, lp)
+		} else {
+			ended = append(ended, lp)
+		}
+	}
+	for _, lp := range ended {
+		lp.gen.Add(1)
+	}
+	v.prune()
+	if n := v.parked(); n != len(live) {
+		t.Fatalf("%d parked after prune, want the %d live polls", n, len(live))
+	}
+	for i, x := range v.polls[:cap(v.polls)] {
+		for _, e := range ended {
+			if x.lp == e {
+				t.Fatalf("entry %d of %d (len %d) still refers to an ended poll", i, cap(v.polls), len(v.polls))
+			}
+		}
+	}
+	for i, x := range v.polls {
+		if x.lp != live[i] {
+			t.Fatalf("entry %d is not live poll %d: prune must keep the live ones in order", i, i)
+		}
+	}
+}
