@@ -84,6 +84,14 @@ func (v *partView) load() viewState {
 // dropping entries of ended polls and duplicates (any goroutine).
 func (v *partView) park(lp *fetchLongPoll, gen uint64) {
 	v.mu.Lock()
+	v.dropEnded(lp)
+	v.polls = append(v.polls, parkedPoll{lp, gen})
+	v.mu.Unlock()
+}
+
+// dropEnded removes the entries of ended polls, and those of lp (nil: none),
+// keeping the order of the others (v.mu held).
+func (v *partView) dropEnded(lp *fetchLongPoll) {
 	old := v.polls
 	live := old[:0]
 	for _, x := range old {
@@ -97,8 +105,7 @@ func (v *partView) park(lp *fetchLongPoll, gen uint64) {
 	// to, alive for as long as the array lives: abandoned long polls in
 	// direct mode held gigabytes after their connections were gone.
 	clear(old[len(live):])
-	v.polls = append(live, parkedPoll{lp, gen})
-	v.mu.Unlock()
+	v.polls = live
 }
 
 // prune drops the entries of ended polls (any goroutine; the shard's
@@ -110,15 +117,7 @@ func (v *partView) park(lp *fetchLongPoll, gen uint64) {
 // 0.9-1.5 GB after a collection with no connection left.
 func (v *partView) prune() {
 	v.mu.Lock()
-	old := v.polls
-	live := old[:0]
-	for _, x := range old {
-		if x.gen == x.lp.gen.Load() {
-			live = append(live, x)
-		}
-	}
-	clear(old[len(live):])
-	v.polls = live
+	v.dropEnded(nil)
 	v.mu.Unlock()
 }
 
