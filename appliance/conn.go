@@ -84,10 +84,16 @@ type slot struct {
 	closeAfter bool
 	closeWhy   string
 	start      time.Time // when dispatched (request latency metrics)
+	// orphan is set by a writer that will not send the slot (its
+	// connection closed); claimed makes the writer's release happen once,
+	// by the writer if the slot was ready, else by its completion.
+	orphan, claimed atomic.Bool
 }
 
 func (s *slot) reset() {
 	s.ready.Store(false)
+	s.orphan.Store(false)
+	s.claimed.Store(false)
 	s.corrID, s.key, s.version, s.resp, s.closeNow, s.start = 0, 0, 0, nil, false, time.Time{}
 	s.closeAfter, s.closeWhy = false, ""
 }
@@ -352,6 +358,10 @@ func (c *conn) dispatch(rs *reqState) bool {
 // loop pumps after dispatching, so only the netpoll writer is woken).
 func (c *conn) answered(s *slot) {
 	s.ready.Store(true)
+	if s.orphan.Load() {
+		s.releaseOnce()
+		return
+	}
 	if c.ring == nil {
 		c.poke()
 	}
@@ -360,6 +370,10 @@ func (c *conn) answered(s *slot) {
 // complete marks s ready from any goroutine and wakes its writer.
 func (c *conn) complete(s *slot) {
 	s.ready.Store(true)
+	if s.orphan.Load() {
+		s.releaseOnce() // the writer has gone: nobody else will
+		return
+	}
 	if c.ring != nil {
 		c.ring.notify() // the answer is sent from the loop
 		return
@@ -599,6 +613,7 @@ func (c *conn) writer() {
 			}
 		}
 		if broken {
+			s.abandon()
 			continue
 		}
 		c.b.metrics.requestDone(s.key, s.start, s.resp)
@@ -629,9 +644,7 @@ func (c *conn) writer() {
 			}
 		}
 		closeAfter, why, key := s.closeAfter, s.closeWhy, s.key
-		if err == nil {
-			releaseSlot(s) // bw holds copies; the rest went out synchronously
-		}
+		releaseSlot(s) // bw holds copies; the rest went out (or failed) synchronously
 		if err == nil && closeAfter {
 			bw.Flush()
 			c.b.log.Warn("closing connection", "remote", c.remote, "api_key", key, "reason", why)

@@ -171,11 +171,24 @@ func (u *uringConn) OnClose(err error) {
 		u.c.b.log.Warn("closing connection", "remote", u.c.remote, "shard", u.c.shard, "reason", err.Error())
 	}
 	u.c.closeOnce.Do(u.c.markClosed)
+	u.dropPending()
 	b := u.c.b
 	b.connsMu.Lock()
 	delete(b.conns, u.c)
 	b.connsMu.Unlock()
 	b.connWG.Done()
+}
+
+// dropPending abandons the answers that will not be sent (slot.abandon).
+func (u *uringConn) dropPending() {
+	u.mu.Lock()
+	pending := u.pending[u.ph:]
+	u.pending, u.ph = nil, 0
+	u.mu.Unlock()
+	for i, s := range pending {
+		s.abandon()
+		pending[i] = nil
+	}
 }
 
 func (u *uringConn) inFlight() int {
@@ -191,8 +204,11 @@ func (u *uringConn) enqueue(s *slot) bool {
 		return false
 	}
 	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closing.Load() { // OnClose may have dropped the queue since
+		return false
+	}
 	u.pending = append(u.pending, s)
-	u.mu.Unlock()
 	return true
 }
 

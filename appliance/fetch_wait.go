@@ -64,6 +64,26 @@ func (fs *fetchState) reset(b *Broker, r *request, req *kmsg.FetchRequest, im *I
 	fs.i, fs.total, fs.anyErr = 0, 0, false
 }
 
+// dropRefs forgets the record bytes of the last answer: the chunks of the
+// response partitions (in direct mode they point into 1 MiB block-cache
+// blocks) and the encoded parts that point to them, keeping the slices'
+// capacity for the next fetch. A pooled state, or one a closed connection
+// left behind (still reachable through its ended long poll's partition
+// views until they are pruned), would otherwise keep up to fetch.max.bytes
+// of blocks alive: clients that sent 50 MB long polls and dropped their
+// connections left ~580 MB held until the next housekeeping pass.
+func (fs *fetchState) dropRefs() {
+	for i := range fs.outs[:cap(fs.outs)] {
+		ot := &fs.outs[:cap(fs.outs)][i]
+		for j := range ot.parts[:cap(ot.parts)] {
+			p := &ot.parts[:cap(ot.parts)][j]
+			clear(p.chunks[:cap(p.chunks)])
+			p.aborted = nil
+		}
+	}
+	clear(fs.enc.raw.parts[:cap(fs.enc.raw.parts)])
+}
+
 // addTopic appends a response topic, reusing an old one's partitions.
 func (fs *fetchState) addTopic(name string, id TopicID) *fetchTopicOut {
 	var ot *fetchTopicOut
@@ -516,6 +536,8 @@ func (fs *fetchState) answer(out *rawResponse, offLoop bool) {
 	s := &fs.rs.slot
 	if out != nil {
 		s.resp = out
+	} else {
+		fs.dropRefs() // nobody will send them
 	}
 	r.c.complete(s)
 	fs.rs.unref()

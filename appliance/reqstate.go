@@ -125,6 +125,7 @@ func (rs *reqState) unref() {
 	if rs.refs.Add(-1) == 0 && rs.pooled {
 		rs.slot.resp = nil
 		rs.req = request{rs: rs}
+		rs.fetch.dropRefs() // a pooled state pins no cache blocks
 		if cap(rs.frame) > maxPooledFrame {
 			putBigFrame(rs.frame) // one large produce does not pin its frame
 			rs.frame = nil
@@ -138,6 +139,29 @@ func (rs *reqState) unref() {
 func releaseSlot(s *slot) {
 	if s.rs != nil {
 		s.rs.unref()
+	}
+}
+
+// abandon is a writer giving up a slot it will not send (its connection
+// closed). A done slot is released now; one still in progress is released
+// by its completion (conn.complete), so that its state goes back to the
+// pool without its record bytes instead of keeping them for as long as
+// anything (an ended long poll's partition views) reaches the state.
+// Clients that sent 50 MB fetches and closed their connections before the
+// answers left ~560 MB of direct-mode cache blocks held that way until the
+// shards' housekeeping pruned the views.
+func (s *slot) abandon() {
+	s.orphan.Store(true)
+	if s.ready.Load() {
+		s.releaseOnce()
+	}
+}
+
+// releaseOnce is releaseSlot for an abandoned slot; of the writer and the
+// completion, whichever sees the other's mark first releases it.
+func (s *slot) releaseOnce() {
+	if s.claimed.CompareAndSwap(false, true) {
+		releaseSlot(s)
 	}
 }
 
