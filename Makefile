@@ -74,7 +74,8 @@ compat:
 
 # log.io.mode=direct: the nvme package's tests again in direct mode, and the
 # integration suite again with RB_IO_MODE=direct.
-# The whole suite (about 2.7 minutes); narrow it should CI time get tight, e.g.
+# The whole suite (3.8-4.3 minutes beside the other passes on 2 cores); narrow
+# it should CI time get tight, e.g.
 # '^(TestCrashLoop|TestKillNine|TestFetchSemantics|TestFranzCodecs|TestIdempotentFranzGo|TestGroupsRestart|TestSarama|TestTxnBrokerRestart)$$'
 DIRECT_TESTS ?= .
 unit-direct:
