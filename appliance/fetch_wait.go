@@ -13,6 +13,7 @@ package appliance
 // client quotas may hold continue on a goroutine.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -62,6 +63,22 @@ func (fs *fetchState) reset(b *Broker, r *request, req *kmsg.FetchRequest, im *I
 	fs.b, fs.r, fs.req, fs.im = b, r, req, im
 	fs.outs, fs.ins = fs.outs[:0], fs.ins[:0]
 	fs.i, fs.total, fs.anyErr = 0, 0, false
+}
+
+// goneCode is the error for a partition its shard no longer has. A topic
+// deleted since the fetch resolved it (a long poll parked across
+// DeleteTopics) answers as a fetch sent now would: UNKNOWN_TOPIC_ID from
+// v13 (topic ids), else UNKNOWN_TOPIC_OR_PARTITION. A partition that is
+// still in the metadata but not here answers NOT_LEADER_OR_FOLLOWER.
+func (fs *fetchState) goneCode(in fetchPartIn) int16 {
+	t := fs.b.currentImage().TopicsByID[in.topic.ID]
+	switch {
+	case t != nil && int(in.partition) < len(t.Partitions):
+		return kerr.NotLeaderForPartition.Code
+	case t == nil && fs.r.version >= 13:
+		return kerr.UnknownTopicID.Code
+	}
+	return kerr.UnknownTopicOrPartition.Code
 }
 
 // dropRefs forgets the record bytes of the last answer: the chunks of the
@@ -243,6 +260,9 @@ func (fs *fetchState) step() {
 		n, err := readPartition(part, in, op, budget, first, fs.req.IsolationLevel)
 		if err {
 			fs.anyErr = true
+			if part == nil {
+				op.errCode = fs.goneCode(in)
+			}
 		}
 		if n > 0 {
 			first = false
