@@ -80,6 +80,7 @@ type Config struct {
 	SaslServerMaxReceiveSize int32  // sasl.server.max.receive.size: largest frame before SASL authentication (Kafka's default 512 KiB)
 	LogIOMode                string // buffered | direct
 	LogIOCacheBytes          int64  // log.io.cache.bytes: per-shard block cache of direct mode (storage.go)
+	LogIOPreallocChunk       int64  // log.io.preallocate.chunk.bytes: how far ahead of its data direct mode fallocates the active segment (storage.go)
 	ConnectionsMaxIdleMs     int64
 	MetricsListener          string // metrics.listener: host:port of /metrics, /healthz, /readyz; "" or "none" disables
 	ProducerIDExpirationMs   int64  // producer.id.expiration.ms: idempotent producer state is forgotten after this long idle
@@ -244,6 +245,7 @@ var brokerDefaults = map[string]string{
 	"io.uring.fetch.sendfile.min.bytes": "0",
 	"log.io.mode":                       "buffered",
 	"log.io.cache.bytes":                "67108864",
+	"log.io.preallocate.chunk.bytes":    "16777216",
 	"offsets.topic.num.partitions":      "50",
 	"offsets.topic.replication.factor":  "1",
 
@@ -328,6 +330,7 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 	c.SaslServerMaxReceiveSize = i32("sasl.server.max.receive.size")
 	c.LogIOMode = get("log.io.mode")
 	c.LogIOCacheBytes = i64("log.io.cache.bytes")
+	c.LogIOPreallocChunk = i64("log.io.preallocate.chunk.bytes")
 	c.MetricsListener = strings.TrimSpace(get("metrics.listener"))
 	c.ClusterID = props["cluster.id"]
 	c.AuthorizerClassName = strings.TrimSpace(get("authorizer.class.name"))
@@ -417,6 +420,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("log.dirs must not be empty")
 	case c.Shards < 0 || c.Shards > 1024:
 		return fmt.Errorf("shards must be in [0, 1024], got %d", c.Shards)
+	case c.LogIOPreallocChunk < 1<<20:
+		return fmt.Errorf("log.io.preallocate.chunk.bytes must be >= 1048576, got %d", c.LogIOPreallocChunk)
 	}
 	switch c.IOEngine {
 	case "netpoll", "auto", "uring":

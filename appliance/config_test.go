@@ -39,6 +39,9 @@ func TestConfigFromProperties(t *testing.T) {
 	if cfg.TopicDefaults["max.message.bytes"] != "2000000" || cfg.MessageMaxBytes != 2000000 {
 		t.Errorf("max.message.bytes=%s", cfg.TopicDefaults["max.message.bytes"])
 	}
+	if cfg.LogIOPreallocChunk != 16<<20 {
+		t.Errorf("log.io.preallocate.chunk.bytes default %d, want 16 MiB", cfg.LogIOPreallocChunk)
+	}
 	if cfg.Shards != 4 || cfg.NodeID != 1 || cfg.NumPartitions != 1 || !cfg.AutoCreateTopics {
 		t.Errorf("defaults: %+v", cfg)
 	}
@@ -49,6 +52,7 @@ func TestConfigFromProperties(t *testing.T) {
 		{"num.partitions": "0"},
 		{"log.segment.bytes": "x"},
 		{"node.id": "abc"},
+		{"log.io.preallocate.chunk.bytes": "4096"},
 	} {
 		if _, err := ConfigFromProperties(bad); err == nil {
 			t.Errorf("%v accepted", bad)

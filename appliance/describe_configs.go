@@ -277,6 +277,7 @@ var brokerPropTypes = map[string]kmsg.ConfigType{
 	"io.engine":                        kmsg.ConfigTypeString,
 	"log.io.mode":                      kmsg.ConfigTypeString,
 	"log.io.cache.bytes":               kmsg.ConfigTypeLong,
+	"log.io.preallocate.chunk.bytes":   kmsg.ConfigTypeLong,
 }
 
 func brokerPropType(k string) kmsg.ConfigType {

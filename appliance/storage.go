@@ -45,6 +45,7 @@ func (b *Broker) newShardCache() *nvme.BlockCache {
 func (b *Broker) storageOptions(st *shardState, t *TopicImage, o nvme.Options) nvme.Options {
 	o.IOMode = b.cfg.LogIOMode
 	o.Preallocate = b.effectiveTopicConfigs(t)["preallocate"] == "true"
+	o.PreallocateChunk = b.cfg.LogIOPreallocChunk
 	o.Cache = st.cache
 	o.Alignment = b.device.Alignment()
 	return o

@@ -53,6 +53,10 @@ type Options struct {
 	// Preallocate fallocates the active segment to SegmentBytes and trims it
 	// when it rolls or closes [preallocate / log.preallocate].
 	Preallocate bool
+	// PreallocateChunk is how far ahead of its data direct mode (without
+	// Preallocate) fallocates the active segment, in bytes, rounded up to
+	// 1 MiB; 0 means DefaultPreallocateChunk [log.io.preallocate.chunk.bytes].
+	PreallocateChunk int64
 	// Cache is the shard's block cache for direct mode; nil gives the log a
 	// private one of DefaultCacheBytes / 16.
 	Cache *BlockCache

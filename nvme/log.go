@@ -193,6 +193,7 @@ func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
 		pos += size
 	}
 	start := s.size
+	l.growAllocation(s, start, int64(len(records)))
 	if n, err := s.log.WriteAt(records, start); err != nil || n < len(records) {
 		if err == nil {
 			err = io.ErrShortWrite

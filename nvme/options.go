@@ -15,6 +15,7 @@ const (
 	DefaultMaxIndexBytes      = 10 << 20             // log.index.size.max.bytes
 	DefaultRetentionMs        = 7 * 24 * 3600 * 1000 // log.retention.ms (168 h)
 	DefaultFileDeleteDelay    = 60 * time.Second     // file.delete.delay.ms
+	DefaultPreallocateChunk   = 16 << 20             // log.io.preallocate.chunk.bytes (ours: direct mode)
 	minSegmentBytes           = BatchHeaderSize + 1  // Kafka's lower bound is 14; a batch header is the useful floor
 	maxSegmentBytes           = math.MaxInt32        // index positions are int32
 )
@@ -45,6 +46,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.FileDeleteDelay == 0 {
 		c.FileDeleteDelay = DefaultFileDeleteDelay
+	}
+	if c.PreallocateChunk <= 0 {
+		c.PreallocateChunk = DefaultPreallocateChunk
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -37,24 +37,57 @@ func (l *Log) openSegFile(path string, flag int) (file, error) {
 	return l.open(path, flag, 0o644)
 }
 
-// preallocate extends the active segment's file to segment.bytes when the
-// log preallocates. Blocks past the data read as zeros, which recovery
-// takes as the end of the log. A refusal (a filesystem without fallocate)
-// is logged once and preallocation stops for this log.
+// preallocate extends the active segment's file when the log
+// preallocates: to segment.bytes with log.preallocate (Kafka's way), else,
+// in direct mode, PreallocateChunk past the data, growing as appends come
+// near the end (growAllocation). Direct mode needs the blocks it writes
+// allocated (an O_DIRECT write into allocated blocks is not an allocating
+// write, which the rings would hand to io-wq), but fallocating segment.bytes
+// (1 GiB by default) for every partition at once filled a 72 GB disk at
+// the creation of a 64-partition topic. Blocks past the data read as zeros,
+// which recovery takes as the end of the log. A refusal (a filesystem
+// without fallocate, a full disk) is logged once and preallocation stops
+// for this log.
 func (l *Log) preallocate(s *segment) {
 	if !l.sf.prealloc {
 		return
 	}
-	a, ok := s.log.(allocator)
-	if !ok {
+	if _, ok := s.log.(allocator); !ok {
 		return
 	}
-	if err := a.Allocate(l.opts.SegmentBytes); err != nil {
-		l.logger.Warn("cannot preallocate segment; continuing without preallocation", "segment", s.path(logSuffix), "err", err)
+	if l.allocate(s, l.allocationFor(s.size)) {
+		s.preallocated = true
+	}
+}
+
+// allocationFor is the file size a segment holding need bytes is
+// fallocated to.
+func (l *Log) allocationFor(need int64) int64 {
+	if l.opts.Preallocate {
+		return max(l.opts.SegmentBytes, need)
+	}
+	const unit = DefaultCacheBlockBytes // whole tail blocks: their O_DIRECT writes stay inside
+	n := (need + l.opts.PreallocateChunk + unit - 1) / unit * unit
+	return max(min(n, l.opts.SegmentBytes), need)
+}
+
+// growAllocation fallocates further ahead when an append of n bytes at
+// pos would pass the segment's allocated end.
+func (l *Log) growAllocation(s *segment, pos, n int64) {
+	if !s.preallocated || pos+n <= s.allocated || !l.sf.prealloc {
+		return
+	}
+	l.allocate(s, l.allocationFor(pos+n))
+}
+
+func (l *Log) allocate(s *segment, size int64) bool {
+	if err := s.log.(allocator).Allocate(size); err != nil {
+		l.logger.Warn("cannot preallocate segment; continuing without preallocation", "segment", s.path(logSuffix), "bytes", size, "err", err)
 		l.sf.prealloc = false
-		return
+		return false
 	}
-	s.preallocated = true
+	s.allocated = size
+	return true
 }
 
 // trimLog cuts a preallocated .log to its real size (when the segment rolls

@@ -45,6 +45,7 @@ type segment struct {
 	createdMs     int64 // when this process created or opened the segment
 	firstTs       int64 // maxTimestamp of the first batch; -1 when empty or unknown
 	preallocated  bool  // the .log was fallocated past size (prealloc.go)
+	allocated     int64 // bytes of the .log fallocated while preallocated
 
 	// recent remembers the active segment's last appended batches
 	// (recent.go); nil on closed segments.
