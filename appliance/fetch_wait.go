@@ -191,6 +191,14 @@ func (fs *fetchState) advance() {
 		for fs.i < len(fs.ins) {
 			j := fs.runEnd(fs.i)
 			if !fs.peekRun(fs.i, j) {
+				if fs.connGone() {
+					// Nobody will read the answer: end before reading
+					// (pipelined fetches of a client that left read up
+					// to fetch.max.bytes each into direct-mode blocks).
+					fs.lp.close()
+					fs.answer(nil, false)
+					return
+				}
 				fs.shardOf(fs.i).loop.Post(fs.stepFn)
 				return
 			}
@@ -200,6 +208,20 @@ func (fs *fetchState) advance() {
 			return
 		}
 		fs.i, fs.anyErr = 0, false
+	}
+}
+
+// connGone reports whether the fetch's connection has closed.
+func (fs *fetchState) connGone() bool {
+	c := fs.r.c
+	if c == nil {
+		return false
+	}
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
 	}
 }
 

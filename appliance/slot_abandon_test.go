@@ -3,6 +3,7 @@ package appliance
 import (
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ringbroker/ringbroker/nvme"
 )
@@ -108,4 +109,58 @@ func TestAbandonedSlotReleasedOnce(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A fetch whose connection closes after it was dispatched ends without
+// reading (answering nothing): pipelined 50 MB fetches of clients that
+// left read their records into direct-mode blocks for nobody, and a storm
+// of them drove a direct-mode broker past 5 GB of RSS.
+func TestFetchOfClosedConnectionDoesNotRead(t *testing.T) {
+	if raceEnabled {
+		t.Skip("starts a broker; slow under the race detector")
+	}
+	f := newAllocFixture(t) // partition 0 of "a" holds batches
+	reads := func() uint64 {
+		n := uint64(0)
+		for _, st := range f.b.shards {
+			n += st.fetchReads.Load()
+		}
+		return n
+	}
+	f.fetchOne() // a fetch on a live connection reads
+	before := reads()
+	if before == 0 {
+		t.Fatal("set-up: a fetch with records read no partition")
+	}
+
+	c := &conn{b: f.b, closed: make(chan struct{}), wake: make(chan struct{}, 1)}
+	frame := f.fetch[4:] // without the size prefix
+	rs := getReqState(len(frame))
+	copy(rs.frame, frame)
+	pr, err := parseFrameInto(rs.frame, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs.pooled = pr.reused
+	internStrings(f.b, pr.req)
+	r := &rs.req
+	*r = request{c: c, key: pr.key, version: pr.version, corrID: pr.corrID, req: pr.req, rs: rs}
+	close(c.closed) // the client has gone
+	if _, ok := handleFetch(f.b, r).(answerLater); !ok {
+		t.Fatal("the fetch did not go to the read pass")
+	}
+	deadline := time.Now().Add(time.Second)
+	for !rs.slot.ready.Load() && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if !rs.slot.ready.Load() {
+		t.Fatal("the fetch of a closed connection never ended")
+	}
+	time.Sleep(50 * time.Millisecond) // a step posted to a shard would have run by now
+	if got := reads(); got != before {
+		t.Fatalf("the fetch of a closed connection read partitions (%d shard reads)", got-before)
+	}
+	if rs.slot.resp != nil {
+		t.Fatalf("the fetch of a closed connection built an answer: %T", rs.slot.resp)
+	}
 }
