@@ -90,12 +90,12 @@ func (fs *fetchState) goneCode(in fetchPartIn) int16 {
 // of blocks alive: clients that sent 50 MB long polls and dropped their
 // connections left ~580 MB held until the next housekeeping pass.
 func (fs *fetchState) dropRefs() {
-	for i := range fs.outs[:cap(fs.outs)] {
-		ot := &fs.outs[:cap(fs.outs)][i]
-		for j := range ot.parts[:cap(ot.parts)] {
-			p := &ot.parts[:cap(ot.parts)][j]
-			clear(p.chunks[:cap(p.chunks)])
-			p.aborted = nil
+	outs := fs.outs[:cap(fs.outs)]
+	for i := range outs {
+		parts := outs[i].parts[:cap(outs[i].parts)]
+		for j := range parts {
+			clear(parts[j].chunks[:cap(parts[j].chunks)])
+			parts[j].aborted = nil
 		}
 	}
 	clear(fs.enc.raw.parts[:cap(fs.enc.raw.parts)])
