@@ -175,6 +175,11 @@ type RingConn struct {
 	loadErr    error
 	loadedLive int // queued parts whose bytes are in arena
 
+	// drainFn is called once, from kick, when the send queue next
+	// empties (NotifyDrained); drainDue marks that it is to be called.
+	drainFn  func()
+	drainDue bool
+
 	ops        int // ops in flight that use fd
 	closeAfter bool
 	closing    bool
@@ -796,6 +801,19 @@ func (c *RingConn) Flush() { c.kick() }
 // Pending is the number of queued parts not yet sent.
 func (c *RingConn) Pending() int { return len(c.q) - c.qh }
 
+// NotifyDrained arms fn to be called once, on the loop, when every queued
+// byte has been handed to the kernel (Pending is 0), and reports true; it
+// arms nothing and reports false when the queue is empty already. fn is
+// not called if the connection closes first, and a later call replaces an
+// armed fn. fn runs inside the send path: it should only Post work.
+func (c *RingConn) NotifyDrained(fn func()) bool {
+	if c.qh == len(c.q) || c.closing {
+		return false
+	}
+	c.drainFn = fn
+	return true
+}
+
 // Close closes the connection once the queued responses are sent.
 func (c *RingConn) Close() {
 	if c.closing {
@@ -832,6 +850,7 @@ func (c *RingConn) finishClose() {
 		unix.Close(c.pipe[1])
 	}
 	delete(c.us.conns, c)
+	c.drainFn, c.drainDue = nil, false
 	c.us.giveArena(c.arena) // no op is in flight: no read fills it, no send reads it
 	for i := c.qh; i < len(c.q); i++ {
 		dropFile(&c.q[i])
@@ -843,6 +862,11 @@ func (c *RingConn) finishClose() {
 func (c *RingConn) kick() {
 	for !c.kickOnce() {
 	}
+	if c.drainDue {
+		fn := c.drainFn
+		c.drainFn, c.drainDue = nil, false
+		fn()
+	}
 }
 
 // kickOnce starts the next send, or sends the file part at the head with
@@ -853,6 +877,7 @@ func (c *RingConn) kickOnce() bool {
 	}
 	if c.qh == len(c.q) {
 		c.q, c.qh = c.q[:0], 0
+		c.drainDue = c.drainFn != nil && !c.closeAfter
 		for i := range c.wbuf {
 			if c.wrefs[i] == 0 {
 				c.wbuf[i] = c.wbuf[i][:0]

@@ -1,0 +1,76 @@
+package ioring
+
+import (
+	"bytes"
+	"encoding/binary"
+	"net"
+	"testing"
+	"time"
+)
+
+// drainServer answers a frame with 8 MiB, queued by reference, and arms
+// NotifyDrained after it; results go to armed and drained.
+type drainServer struct {
+	armed, idle chan bool
+	drained     chan struct{}
+	data        []byte
+}
+
+type drainConn struct {
+	s   *drainServer
+	c   *RingConn
+	hdr [4]byte
+}
+
+func (s *drainServer) ServeConn(int, int, net.Conn) {}
+
+func (s *drainServer) OpenRingConn(c *RingConn) RingConnCallbacks { return &drainConn{s: s, c: c} }
+
+func (d *drainConn) OnFrame([]byte) FrameAction {
+	d.s.idle <- d.c.NotifyDrained(func() { panic("armed on an empty queue") })
+	binary.BigEndian.PutUint32(d.hdr[:], uint32(len(d.s.data)))
+	d.c.Write(d.hdr[:])
+	d.c.WriteRef(d.s.data)
+	d.c.Flush()
+	d.s.armed <- d.c.NotifyDrained(func() { close(d.s.drained) })
+	return FrameContinue
+}
+
+func (d *drainConn) OnClose(error) {}
+
+// TestUringNotifyDrained: the drain callback runs once the peer has taken
+// every queued byte, not before, and is not armed on an empty queue.
+func TestUringNotifyDrained(t *testing.T) {
+	s := &drainServer{armed: make(chan bool, 1), idle: make(chan bool, 1), drained: make(chan struct{}),
+		data: bytes.Repeat([]byte("0123456789abcdef"), 512<<10)}
+	e := startUring(t, 1, s, UringOptions{MaxFrame: 1 << 20})
+	c, err := net.Dial("tcp", e.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.(*net.TCPConn).SetReadBuffer(64 << 10)
+	if _, err := c.Write(frame([]byte("go"))); err != nil {
+		t.Fatal(err)
+	}
+	if <-s.idle {
+		t.Fatal("NotifyDrained armed on an empty send queue")
+	}
+	if !<-s.armed {
+		t.Fatal("NotifyDrained did not arm with 8 MiB queued and unread")
+	}
+	select {
+	case <-s.drained:
+		t.Fatal("drained before the peer read the answer")
+	case <-time.After(300 * time.Millisecond):
+	}
+	got := readFrame(t, c)
+	if len(got) != len(s.data) {
+		t.Fatalf("read %d bytes, want %d", len(got), len(s.data))
+	}
+	select {
+	case <-s.drained:
+	case <-time.After(5 * time.Second):
+		t.Fatal("drain callback not called after the answer was read")
+	}
+}
