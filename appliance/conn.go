@@ -23,6 +23,28 @@ import (
 // are not yet written; the reader stops reading past it (backpressure).
 const maxInFlight = 64
 
+// One fetch at a time per connection. Kafka reads no request from a
+// connection while it has one in progress, so a connection holds at most
+// one response's bytes. Here requests pipeline (a producer's acks=1
+// batches overlap), except Fetch and ShareFetch: a frame of either is not
+// run until every earlier request of its connection is answered and the
+// answers handed to the kernel, and nothing behind it is read meanwhile.
+// A client that pipelines fetches and reads slowly thus pins one answer,
+// not up to maxInFlight of them plus, on the uring engine, every answer
+// already queued on its ring (direct-mode cache blocks; a segment
+// descriptor per file part). Real clients send a connection's next fetch
+// after reading the previous answer, so they never wait here.
+
+// recordFetch reports whether a frame (without its size) is a Fetch or a
+// ShareFetch request.
+func recordFetch(f []byte) bool {
+	if len(f) < 2 {
+		return false
+	}
+	k := binary.BigEndian.Uint16(f)
+	return k == 1 || k == 78
+}
+
 // conn is one client connection on its home shard. The reader goroutine
 // cuts frames, decodes them and dispatches them in arrival order; work that
 // waits (acks=all, long polls, metadata changes) continues on its own
@@ -49,6 +71,12 @@ type conn struct {
 
 	// wake is poked when a slot becomes ready (netpoll writer).
 	wake chan struct{}
+	// unsent counts the netpoll slots queued for the writer and not yet
+	// written (or dropped); idleCh is poked when it falls to 0 while
+	// idleWait is set (the reader waits to run a fetch, oneFetchAtATime).
+	unsent   atomic.Int32
+	idleWait atomic.Bool
+	idleCh   chan struct{}
 	// clientID is the last client id read, reused while it stays the same.
 	clientID string
 	// sf is the writer's sendfile state (sendChunk).
@@ -155,7 +183,7 @@ type respondAndClose struct {
 
 func newConn(b *Broker, shard int, lis *Listener, nc net.Conn) *conn {
 	c := &conn{b: b, shard: shard, nc: nc, remote: nc.RemoteAddr().String(), slots: make(chan *slot, maxInFlight), closed: make(chan struct{}),
-		wake: make(chan struct{}, 1)}
+		wake: make(chan struct{}, 1), idleCh: make(chan struct{}, 1)}
 	c.setListener(lis)
 	return c
 }
@@ -290,8 +318,39 @@ func (c *conn) reader() error {
 			}
 			return err
 		}
+		if recordFetch(rs.frame) && !c.waitWritten() {
+			return net.ErrClosed
+		}
 		if !c.dispatch(rs) {
 			return nil
+		}
+	}
+}
+
+// waitWritten waits until the writer has written every queued answer
+// (oneFetchAtATime); false if the connection closed first.
+func (c *conn) waitWritten() bool {
+	defer c.idleWait.Store(false)
+	for c.unsent.Load() > 0 {
+		c.idleWait.Store(true)
+		if c.unsent.Load() == 0 {
+			break
+		}
+		select {
+		case <-c.idleCh:
+		case <-c.closed:
+			return false
+		}
+	}
+	return true
+}
+
+// written is the writer's note that it is done with one slot.
+func (c *conn) written() {
+	if c.unsent.Add(-1) == 0 && c.idleWait.Load() {
+		select {
+		case c.idleCh <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -592,10 +651,12 @@ func (c *conn) enqueue(s *slot) bool {
 	if c.ring != nil {
 		return c.ring.enqueue(s)
 	}
+	c.unsent.Add(1)
 	select {
 	case c.slots <- s:
 		return true
 	case <-c.closed:
+		c.written()
 		return false
 	}
 }
@@ -605,67 +666,70 @@ func (c *conn) writer() {
 	var hdr []byte
 	broken := false
 	for s := range c.slots {
-		for !broken && !s.ready.Load() {
-			select {
-			case <-c.wake:
-			case <-c.closed:
-				broken = true
-			}
-		}
-		if broken {
-			s.abandon()
-			continue
-		}
-		c.b.metrics.requestDone(s.key, s.start, s.resp)
-		if s.closeNow {
-			bw.Flush()
-			c.close()
-			broken = true
-			continue
-		}
-		if cc, ok := s.resp.(closeConn); ok {
-			bw.Flush()
-			c.b.log.Warn("closing connection", "remote", c.remote, "api_key", s.key, "reason", cc.reason)
-			c.close()
-			broken = true
-			continue
-		}
-		var err error
-		var parts []respPart
-		var ok bool
-		hdr, parts, ok, err = appendResponse(hdr[:0], s)
-		if !ok && err == nil {
-			releaseSlot(s)
-			continue // acks=0
-		}
-		if err == nil {
-			if _, err = bw.Write(hdr); err == nil {
-				err = c.writeParts(bw, parts)
-			}
-		}
-		closeAfter, why, key := s.closeAfter, s.closeWhy, s.key
-		releaseSlot(s) // bw holds copies; the rest went out (or failed) synchronously
-		if err == nil && closeAfter {
-			bw.Flush()
-			c.b.log.Warn("closing connection", "remote", c.remote, "api_key", key, "reason", why)
-			c.close()
-			broken = true
-			continue
-		}
-		if err == nil && len(c.slots) == 0 {
-			err = bw.Flush()
-		}
-		if err != nil {
-			if !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.EPIPE) && !errors.Is(err, syscall.ECONNRESET) {
-				c.b.log.Warn("cannot write response, closing connection", "remote", c.remote, "err", err)
-			}
-			c.close()
-			broken = true
-		}
+		broken = c.writeSlot(bw, &hdr, s, broken)
+		c.written()
 	}
 	if !broken {
 		bw.Flush()
 	}
+}
+
+// writeSlot writes s's answer (or drops it once the connection is
+// broken) and reports whether the connection is broken.
+func (c *conn) writeSlot(bw *bufio.Writer, hdrp *[]byte, s *slot, broken bool) bool {
+	for !broken && !s.ready.Load() {
+		select {
+		case <-c.wake:
+		case <-c.closed:
+			broken = true
+		}
+	}
+	if broken {
+		s.abandon()
+		return true
+	}
+	c.b.metrics.requestDone(s.key, s.start, s.resp)
+	if s.closeNow {
+		bw.Flush()
+		c.close()
+		return true
+	}
+	if cc, ok := s.resp.(closeConn); ok {
+		bw.Flush()
+		c.b.log.Warn("closing connection", "remote", c.remote, "api_key", s.key, "reason", cc.reason)
+		c.close()
+		return true
+	}
+	hdr, parts, ok, err := appendResponse((*hdrp)[:0], s)
+	*hdrp = hdr
+	if !ok && err == nil {
+		releaseSlot(s)
+		return false // acks=0
+	}
+	if err == nil {
+		if _, err = bw.Write(hdr); err == nil {
+			err = c.writeParts(bw, parts)
+		}
+	}
+	closeAfter, why, key := s.closeAfter, s.closeWhy, s.key
+	releaseSlot(s) // bw holds copies; the rest went out (or failed) synchronously
+	if err == nil && closeAfter {
+		bw.Flush()
+		c.b.log.Warn("closing connection", "remote", c.remote, "api_key", key, "reason", why)
+		c.close()
+		return true
+	}
+	if err == nil && len(c.slots) == 0 {
+		err = bw.Flush()
+	}
+	if err != nil {
+		if !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.EPIPE) && !errors.Is(err, syscall.ECONNRESET) {
+			c.b.log.Warn("cannot write response, closing connection", "remote", c.remote, "err", err)
+		}
+		c.close()
+		return true
+	}
+	return false
 }
 
 // appendResponse appends s's response frame to dst: the whole frame of a

@@ -45,6 +45,12 @@ type uringConn struct {
 	pumpFn     func()
 	closeFn    func()
 	big        *reqState // the request a large frame is being received into (FrameBuffer)
+	// held is a Fetch or ShareFetch frame read while the connection was
+	// not idle; it runs once it is (oneFetchAtATime). heldFn posts
+	// runHeldFn, the drain callback of the ring.
+	held      *reqState
+	heldFn    func()
+	runHeldFn func()
 }
 
 // OpenRingConn implements ioring.RingConnHandler (on the accepting loop).
@@ -57,6 +63,8 @@ func (b *Broker) OpenRingConn(rc *ioring.RingConn) ioring.RingConnCallbacks {
 	u := &uringConn{c: c, rc: rc, sh: rc.Shard()}
 	u.pumpFn = func() { u.pumpQueued.Store(false); u.pump() }
 	u.closeFn = func() { u.rc.Close() }
+	u.runHeldFn = u.runHeld
+	u.heldFn = func() { u.sh.Post(u.runHeldFn) }
 	c.ring = u
 	b.connsMu.Lock()
 	select {
@@ -96,6 +104,10 @@ func (u *uringConn) OnOwnedFrame([]byte) ioring.FrameAction {
 
 // onRequest runs a received request through the pipeline.
 func (u *uringConn) onRequest(rs *reqState) ioring.FrameAction {
+	if recordFetch(rs.frame) && !u.idle() {
+		u.held = rs // oneFetchAtATime; reading pauses behind it
+		return ioring.FramePause
+	}
 	if u.queued.Load() == 0 && onLoopAPI(rs.frame) {
 		if !u.c.dispatch(rs) {
 			u.stopRead.Store(true) // a closing slot is queued
@@ -113,6 +125,27 @@ func (u *uringConn) onRequest(rs *reqState) ioring.FrameAction {
 		return ioring.FramePause
 	}
 	return ioring.FrameContinue
+}
+
+// idle reports whether every request read has been answered and every
+// answer handed to the kernel (loop only).
+func (u *uringConn) idle() bool { return u.inFlight() == 0 && u.rc.Pending() == 0 }
+
+// runHeld runs the held fetch once the connection is idle: when the last
+// answer has been pumped (pump calls it) and its bytes have left the
+// ring's send queue (the drain callback posts it). Loop only.
+func (u *uringConn) runHeld() {
+	if u.held == nil || u.closing.Load() || u.inFlight() > 0 {
+		return
+	}
+	if u.rc.NotifyDrained(u.heldFn) {
+		return
+	}
+	rs := u.held
+	u.held = nil
+	if u.onRequest(rs) == ioring.FrameContinue {
+		u.resume()
+	}
 }
 
 // dispatcher runs the frames that may block, in order.
@@ -172,6 +205,7 @@ func (u *uringConn) OnClose(err error) {
 	}
 	u.c.closeOnce.Do(u.c.markClosed)
 	u.dropPending()
+	u.held = nil // never dispatched: nothing refers to it
 	b := u.c.b
 	b.connsMu.Lock()
 	delete(b.conns, u.c)
@@ -293,7 +327,16 @@ func (u *uringConn) pump() {
 		}
 	}
 	u.rc.Flush()
-	if u.rc.Paused() && !u.closing.Load() && !u.stopRead.Load() && u.inFlight() < maxInFlight/2 {
+	if u.held != nil {
+		u.runHeld()
+	}
+	u.resume()
+}
+
+// resume reads again when reading paused for backpressure and the
+// connection has room (loop only).
+func (u *uringConn) resume() {
+	if u.rc.Paused() && u.held == nil && !u.closing.Load() && !u.stopRead.Load() && u.inFlight() < maxInFlight/2 {
 		u.rc.Resume()
 	}
 }
