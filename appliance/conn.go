@@ -301,13 +301,13 @@ func (c *conn) reader() error {
 		}
 		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
 		if c.authPending && size > c.b.cfg.SaslServerMaxReceiveSize {
-			return fmt.Errorf("request frame size %d before SASL authentication exceeds sasl.server.max.receive.size=%d", size, c.b.cfg.SaslServerMaxReceiveSize)
+			return c.closeAfterAnswers(fmt.Errorf("request frame size %d before SASL authentication exceeds sasl.server.max.receive.size=%d", size, c.b.cfg.SaslServerMaxReceiveSize))
 		}
 		if size < 0 || size > c.b.cfg.SocketRequestMaxBytes {
-			return fmt.Errorf("request frame size %d outside [0, socket.request.max.bytes=%d]", size, c.b.cfg.SocketRequestMaxBytes)
+			return c.closeAfterAnswers(fmt.Errorf("request frame size %d outside [0, socket.request.max.bytes=%d]", size, c.b.cfg.SocketRequestMaxBytes))
 		}
 		if size < 8 {
-			return fmt.Errorf("request frame of %d bytes is shorter than a request header", size)
+			return c.closeAfterAnswers(fmt.Errorf("request frame of %d bytes is shorter than a request header", size))
 		}
 		// A frame's read gets a deadline so a peer cannot hold half a frame forever.
 		_ = c.nc.SetReadDeadline(time.Now().Add(30 * time.Second))
@@ -325,6 +325,19 @@ func (c *conn) reader() error {
 			return nil
 		}
 	}
+}
+
+// closeAfterAnswers logs why the connection closes and queues a slot that
+// closes it once the answers to the requests before are written (a frame
+// size no request can have: Kafka, which reads nothing past a request
+// until it has answered it, answers those first). It returns nil: the
+// reader stops with a closing slot queued.
+func (c *conn) closeAfterAnswers(why error) error {
+	c.b.log.Warn("closing connection", "remote", c.remote, "shard", c.shard, "reason", why.Error())
+	s := &slot{key: -1, closeNow: true}
+	s.ready.Store(true)
+	c.enqueue(s)
+	return nil
 }
 
 // waitWritten waits until the writer has written every queued answer
@@ -707,6 +720,12 @@ func (c *conn) writeSlot(bw *bufio.Writer, hdrp *[]byte, s *slot, broken bool) b
 		return false // acks=0
 	}
 	if err == nil {
+		if idle := c.b.cfg.ConnectionsMaxIdleMs; idle > 0 {
+			// A peer that stops reading is closed after
+			// connections.max.idle.ms of no progress, as the uring
+			// engine closes one that sends nothing for that long.
+			_ = c.nc.SetWriteDeadline(time.Now().Add(time.Duration(idle) * time.Millisecond))
+		}
 		if _, err = bw.Write(hdr); err == nil {
 			err = c.writeParts(bw, parts)
 		}

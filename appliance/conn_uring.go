@@ -51,6 +51,7 @@ type uringConn struct {
 	held      *reqState
 	heldFn    func()
 	runHeldFn func()
+	badFrame  error // the error of OnFrameError, for the dispatcher
 }
 
 // OpenRingConn implements ioring.RingConnHandler (on the accepting loop).
@@ -148,9 +149,40 @@ func (u *uringConn) runHeld() {
 	}
 }
 
+// OnFrameError implements ioring.FrameErrorSink: a frame size no request
+// can have closes the connection after the answers before it
+// (conn.closeAfterAnswers; the ring reads no more). While frames wait in
+// the dispatcher the closing goes through it, as a nil entry, to stay
+// behind them.
+func (u *uringConn) OnFrameError(err error) {
+	if u.queued.Load() > 0 {
+		u.badFrame = err // the channel send publishes it
+		u.queued.Add(1)
+		u.work <- nil
+		return
+	}
+	u.closeAfterAnswers(err)
+}
+
+// closeAfterAnswers queues the closing slot of OnFrameError (loop only).
+func (u *uringConn) closeAfterAnswers(err error) {
+	u.c.b.log.Warn("closing connection", "remote", u.c.remote, "shard", u.c.shard, "reason", err.Error())
+	s := &slot{key: -1, closeNow: true}
+	s.ready.Store(true)
+	if u.enqueue(s) {
+		u.pump()
+	}
+}
+
 // dispatcher runs the frames that may block, in order.
 func (u *uringConn) dispatcher() {
 	for rs := range u.work {
+		if rs == nil {
+			err := u.badFrame
+			u.sh.Post(func() { u.closeAfterAnswers(err) })
+			u.queued.Add(-1)
+			continue
+		}
 		if !u.stopRead.Load() && !u.c.dispatch(rs) {
 			u.stopRead.Store(true) // the closing slot is queued; drop the rest
 		}

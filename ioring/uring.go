@@ -79,6 +79,16 @@ type FrameSink interface {
 	OnOwnedFrame(frame []byte) FrameAction
 }
 
+// FrameErrorSink is implemented by callbacks that answer the frames before
+// a bad one, as Kafka, which reads nothing past a request until it has
+// answered it, does: when a connection announces a frame size outside
+// [MinFrame, MaxFrame], OnFrameError gets the error (ErrFrameSize) and the
+// connection reads no more, instead of being aborted with its queued and
+// pending answers. The callee closes it (Close) once those are sent.
+type FrameErrorSink interface {
+	OnFrameError(err error)
+}
+
 // UringOptions configures the uring engine.
 type UringOptions struct {
 	Addr   string   // host:port; port 0 picks one for all shards; shorthand for Addrs with one entry
@@ -137,6 +147,7 @@ type RingConn struct {
 	recvUD    uint64
 	recvArmed bool
 	paused    bool
+	frameErr  bool   // a bad frame size was reported to a FrameErrorSink: read no more
 	acc       []byte // bytes of frames not yet complete (or held while paused)
 	big       []byte // a large frame assembled in FrameSink storage
 	bigFill   int    // bytes of big received
@@ -597,7 +608,7 @@ func (c *RingConn) onRecv(cqe CQE) {
 // feed cuts frames from data (one received chunk): in place while nothing
 // is buffered, through acc otherwise.
 func (c *RingConn) feed(data []byte) {
-	if c.closing {
+	if c.closing || c.frameErr {
 		return
 	}
 	if c.big != nil {
@@ -652,7 +663,14 @@ func (c *RingConn) cut(b []byte) []byte {
 			maxFrame = m
 		}
 		if size < o.MinFrame || size > maxFrame {
-			c.Abort(fmt.Errorf("%w: %d outside [%d, %d]", ErrFrameSize, size, o.MinFrame, maxFrame))
+			err := fmt.Errorf("%w: %d outside [%d, %d]", ErrFrameSize, size, o.MinFrame, maxFrame)
+			if fs, ok := c.cb.(FrameErrorSink); ok {
+				c.frameErr = true
+				c.pause()
+				fs.OnFrameError(err)
+				return nil
+			}
+			c.Abort(err)
 			return nil
 		}
 		if len(b)-4 < int(size) {
@@ -699,7 +717,7 @@ func (c *RingConn) pause() {
 
 // Resume delivers the frames held while paused and reads again.
 func (c *RingConn) Resume() {
-	if !c.paused || c.closing {
+	if !c.paused || c.closing || c.frameErr {
 		return
 	}
 	c.paused = false
