@@ -27,6 +27,14 @@ func (r *cutRecorder) OnOwnedFrame(f []byte) FrameAction {
 	return FrameContinue
 }
 
+// errRecorder is a cutRecorder that takes bad sizes (FrameErrorSink).
+type errRecorder struct {
+	cutRecorder
+	errs int
+}
+
+func (r *errRecorder) OnFrameError(error) { r.errs++ }
+
 // FuzzFrameCut feeds a byte stream in arbitrary pieces to a connection's
 // frame cutter (feed/cut, with large frames assembled through FrameSink)
 // and checks it yields exactly the frames a plain sequential parse does,
@@ -40,7 +48,11 @@ func FuzzFrameCut(f *testing.F) {
 	f.Add(append(frame(40000, 3), frame(10, 4)...), []byte{200, 7, 255})
 	f.Add(append(frame(20000, 5), 0xff, 0xff, 0xff, 0xff), []byte{9})
 	f.Add([]byte{0, 0, 0, 0}, []byte{})
-	f.Fuzz(func(t *testing.T, stream, cuts []byte) {
+	f.Fuzz(runCut)
+}
+
+func runCut(t *testing.T, stream, cuts []byte) {
+	{
 		const maxFrame = 64 << 10
 		var want [][]byte
 		bad := false
@@ -56,27 +68,44 @@ func FuzzFrameCut(f *testing.F) {
 			want = append(want, rest[4:4+n])
 			rest = rest[4+n:]
 		}
-		rec := &cutRecorder{}
-		c := &RingConn{us: &uringShard{e: &uring{o: UringOptions{MaxFrame: maxFrame, MinFrame: 1}}},
-			fd: -1, pipe: [2]int{-1, -1}, cb: rec, sink: rec}
-		for i, rest := 0, stream; len(rest) > 0 && !c.closing; i++ {
-			n := len(rest)
-			if len(cuts) > 0 {
-				n = min(n, 1+int(cuts[i%len(cuts)])*97)
+		for _, sink := range []bool{false, true} {
+			var rec *cutRecorder
+			var cb RingConnCallbacks
+			var er *errRecorder
+			if sink {
+				er = &errRecorder{}
+				rec, cb = &er.cutRecorder, er
+			} else {
+				rec = &cutRecorder{}
+				cb = rec
 			}
-			c.feed(rest[:n])
-			rest = rest[n:]
-		}
-		if bad != c.closing {
-			t.Fatalf("closing %v, want %v (a size prefix out of range)", c.closing, bad)
-		}
-		if len(rec.frames) != len(want) {
-			t.Fatalf("%d frames cut, want %d", len(rec.frames), len(want))
-		}
-		for i := range want {
-			if !bytes.Equal(rec.frames[i], want[i]) {
-				t.Fatalf("frame %d: %d bytes differ from the %d expected", i, len(rec.frames[i]), len(want[i]))
+			c := &RingConn{us: &uringShard{e: &uring{o: UringOptions{MaxFrame: maxFrame, MinFrame: 1}}},
+				fd: -1, pipe: [2]int{-1, -1}, cb: cb, sink: rec}
+			for i, rest := 0, stream; len(rest) > 0 && !c.closing; i++ {
+				n := len(rest)
+				if len(cuts) > 0 {
+					n = min(n, 1+int(cuts[i%len(cuts)])*97)
+				}
+				c.feed(rest[:n])
+				rest = rest[n:]
+			}
+			if sink {
+				// A FrameErrorSink gets the bad size once, and the
+				// connection stays open for its answers.
+				if c.closing || (er.errs == 1) != bad || er.errs > 1 {
+					t.Fatalf("sink: closing %v, %d errors reported; a bad size prefix: %v", c.closing, er.errs, bad)
+				}
+			} else if bad != c.closing {
+				t.Fatalf("closing %v, want %v (a size prefix out of range)", c.closing, bad)
+			}
+			if len(rec.frames) != len(want) {
+				t.Fatalf("sink %v: %d frames cut, want %d", sink, len(rec.frames), len(want))
+			}
+			for i := range want {
+				if !bytes.Equal(rec.frames[i], want[i]) {
+					t.Fatalf("frame %d: %d bytes differ from the %d expected", i, len(rec.frames[i]), len(want[i]))
+				}
 			}
 		}
-	})
+	}
 }
