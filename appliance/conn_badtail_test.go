@@ -9,8 +9,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // A frame followed by bytes that cannot start a frame (a size outside
@@ -87,26 +85,12 @@ func TestStuckReaderClosedAfterIdle(t *testing.T) {
 		t.Run(e, func(t *testing.T) {
 			f := newAllocFixtureWith(t, map[string]string{"io.engine": e, "connections.max.idle.ms": "1500"})
 			f.c.nc.Close() // the fixture's client would idle out too
-			recs := make([]kmsg.Record, 100)
-			for i := range recs {
-				recs[i].Value = make([]byte, 1000)
-			}
 			nc2, err := net.Dial("tcp", f.b.Addr().String())
 			if err != nil {
 				t.Fatal(err)
 			}
 			f.c.nc = nc2
-			for i := 0; i < 80; i++ { // 8 MB: an answer outgrows the socket buffers
-				pr := kmsg.NewPtrProduceRequest()
-				pr.Acks, pr.TimeoutMillis = 1, 30000
-				pt := kmsg.NewProduceRequestTopic()
-				pt.Topic = "a"
-				pp := kmsg.NewProduceRequestTopicPartition()
-				pp.Records = appendBatch(nil, time.Now().UnixMilli(), 0, -1, -1, -1, recs)
-				pt.Partitions = append(pt.Partitions, pp)
-				pr.Topics = append(pr.Topics, pt)
-				f.produceOne(frameOf(pr, 9, 5))
-			}
+			fillPartition0(f, 80) // 8 MB: an answer outgrows the socket buffers
 			nc2.Close()
 			d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
 				return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 64<<10) })

@@ -106,7 +106,11 @@ func (u *uringConn) OnOwnedFrame([]byte) ioring.FrameAction {
 // onRequest runs a received request through the pipeline.
 func (u *uringConn) onRequest(rs *reqState) ioring.FrameAction {
 	if recordFetch(rs.frame) && !u.idle() {
-		u.held = rs // oneFetchAtATime; reading pauses behind it
+		// oneFetchAtATime; reading pauses behind it. The pump of the
+		// last answer runs it, or, when every answer is pumped already
+		// but not yet sent, the send queue's draining does.
+		u.held = rs
+		u.rc.NotifyDrained(u.heldFn)
 		return ioring.FramePause
 	}
 	if u.queued.Load() == 0 && onLoopAPI(rs.frame) {

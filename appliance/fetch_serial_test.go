@@ -105,24 +105,7 @@ func TestSlowReaderPinsOneFetchAnswer(t *testing.T) {
 	for _, e := range fixtureEngines() {
 		t.Run(e, func(t *testing.T) {
 			f := newAllocFixtureWith(t, map[string]string{"io.engine": e})
-			// 8 MB in partition 0: one answer outgrows the socket buffers.
-			recs := make([]kmsg.Record, 100)
-			for i := range recs {
-				recs[i].Value = make([]byte, 1000)
-			}
-			pr := kmsg.NewPtrProduceRequest()
-			pr.Acks, pr.TimeoutMillis = 1, 30000
-			pt := kmsg.NewProduceRequestTopic()
-			pt.Topic = "a"
-			pp := kmsg.NewProduceRequestTopicPartition()
-			pp.Records = appendBatch(nil, time.Now().UnixMilli(), 0, -1, -1, -1, recs)
-			pt.Partitions = append(pt.Partitions, pp)
-			pr.Topics = append(pr.Topics, pt)
-			big := frameOf(pr, 9, 5)
-			for i := 0; i < 80; i++ {
-				f.produceOne(big)
-			}
-
+			fillPartition0(f, 80) // 8 MB: one answer outgrows the socket buffers
 			d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
 				return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 64<<10) })
 			}}
@@ -162,5 +145,62 @@ func TestSlowReaderPinsOneFetchAnswer(t *testing.T) {
 			}
 			t.Logf("%s: %d record bytes read while the client did not read, %d after; answer %d bytes", e, held, out.Get()-before, sizes[0])
 		})
+	}
+}
+
+// A fetch that arrives after the previous answer was queued but before
+// the client read it runs once the client reads (the held fetch waits on
+// the send queue draining, not on another answer).
+func TestFetchAfterUnreadAnswerRuns(t *testing.T) {
+	if raceEnabled {
+		t.Skip("starts a broker; slow under the race detector")
+	}
+	for _, e := range fixtureEngines() {
+		t.Run(e, func(t *testing.T) {
+			f := newAllocFixtureWith(t, map[string]string{"io.engine": e})
+			fillPartition0(f, 80) // 8 MB
+			d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+				return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 64<<10) })
+			}}
+			nc, err := d.Dial("tcp", f.b.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			if _, err := nc.Write(fetchFrame(1, 1, 0, 8<<20, 0)); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(300 * time.Millisecond) // answer 1 queued, unread
+			if _, err := nc.Write(fetchFrame(2, 1, 0, 1<<20, 0)); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(100 * time.Millisecond)
+			for i := int32(1); i <= 2; i++ {
+				if corr, _ := readAnswer(t, nc); corr != i {
+					t.Fatalf("answer %d has correlation id %d", i, corr)
+				}
+			}
+		})
+	}
+}
+
+// fillPartition0 produces n batches of 100 records of 1000 bytes to
+// partition 0 of "a".
+func fillPartition0(f *allocFixture, n int) {
+	recs := make([]kmsg.Record, 100)
+	for i := range recs {
+		recs[i].Value = make([]byte, 1000)
+	}
+	pr := kmsg.NewPtrProduceRequest()
+	pr.Acks, pr.TimeoutMillis = 1, 30000
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = "a"
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Records = appendBatch(nil, time.Now().UnixMilli(), 0, -1, -1, -1, recs)
+	pt.Partitions = append(pt.Partitions, pp)
+	pr.Topics = append(pr.Topics, pt)
+	big := frameOf(pr, 9, 5)
+	for i := 0; i < n; i++ {
+		f.produceOne(big)
 	}
 }
