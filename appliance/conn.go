@@ -292,9 +292,15 @@ func (c *conn) reader() error {
 		if idle > 0 {
 			_ = c.nc.SetReadDeadline(time.Now().Add(idle))
 		}
-		if _, err := io.ReadFull(br, sizeBuf[:]); err != nil {
+		if n, err := io.ReadFull(br, sizeBuf[:]); err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
+				if n == 0 && c.unsent.Load() > 0 {
+					// Not idle: a request is in progress (a long
+					// poll) or its answer is being written, which
+					// the write deadline watches.
+					continue
+				}
 				return fmt.Errorf("idle for longer than connections.max.idle.ms=%d", c.b.cfg.ConnectionsMaxIdleMs)
 			}
 			return err
@@ -720,12 +726,7 @@ func (c *conn) writeSlot(bw *bufio.Writer, hdrp *[]byte, s *slot, broken bool) b
 		return false // acks=0
 	}
 	if err == nil {
-		if idle := c.b.cfg.ConnectionsMaxIdleMs; idle > 0 {
-			// A peer that stops reading is closed after
-			// connections.max.idle.ms of no progress, as the uring
-			// engine closes one that sends nothing for that long.
-			_ = c.nc.SetWriteDeadline(time.Now().Add(time.Duration(idle) * time.Millisecond))
-		}
+		c.armWrite()
 		if _, err = bw.Write(hdr); err == nil {
 			err = c.writeParts(bw, parts)
 		}
@@ -778,6 +779,21 @@ func appendResponse(dst []byte, s *slot) (out []byte, parts []respPart, ok bool,
 	}
 }
 
+// armWrite sets the socket's write deadline connections.max.idle.ms
+// ahead. The writer arms it per answer and before each large part (at
+// most writePiece bytes), so a peer that reads nothing for that long is
+// closed and one that reads slowly is not: Kafka's idle time counts from
+// the last socket activity. (The reader's deadline does not see a peer
+// that sends nothing because its answers are unread.)
+func (c *conn) armWrite() {
+	if idle := c.b.cfg.ConnectionsMaxIdleMs; idle > 0 {
+		_ = c.nc.SetWriteDeadline(time.Now().Add(time.Duration(idle) * time.Millisecond))
+	}
+}
+
+// writePiece bounds the bytes written under one write deadline (armWrite).
+const writePiece = 1 << 20
+
 // writeParts writes bytes through bw and file chunks with sendfile(2)
 // straight from the segment file to the socket, at explicit offsets.
 func (c *conn) writeParts(bw *bufio.Writer, parts []respPart) error {
@@ -789,8 +805,13 @@ func (c *conn) writeParts(bw *bufio.Writer, parts []respPart) error {
 				if err := bw.Flush(); err != nil {
 					return err
 				}
-				if _, err := c.nc.Write(m); err != nil {
-					return err
+				for len(m) > 0 {
+					n := min(len(m), writePiece)
+					c.armWrite()
+					if _, err := c.nc.Write(m[:n]); err != nil {
+						return err
+					}
+					m = m[n:]
 				}
 				continue
 			} else if m != nil {
@@ -804,8 +825,15 @@ func (c *conn) writeParts(bw *bufio.Writer, parts []respPart) error {
 		if err := bw.Flush(); err != nil {
 			return err
 		}
-		if err := c.sendChunk(p.chunk); err != nil {
-			return err
+		for ch := p.chunk; ch.Len > 0; {
+			piece := ch
+			piece.Len = min(ch.Len, writePiece)
+			c.armWrite()
+			if err := c.sendChunk(piece); err != nil {
+				return err
+			}
+			ch.Pos += int64(piece.Len)
+			ch.Len -= piece.Len
 		}
 	}
 	return nil

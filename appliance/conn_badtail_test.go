@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -71,54 +70,4 @@ func readAnswerErr(nc net.Conn) (int32, int) {
 		return -1, 0
 	}
 	return int32(binary.BigEndian.Uint32(sz[4:])), n
-}
-
-// A client that sends fetches and never reads is closed after
-// connections.max.idle.ms, on netpoll too, where the writer blocked on
-// its full socket forever (the reader, waiting behind it, never saw its
-// read deadline).
-func TestStuckReaderClosedAfterIdle(t *testing.T) {
-	if raceEnabled {
-		t.Skip("starts a broker; slow under the race detector")
-	}
-	for _, e := range fixtureEngines() {
-		t.Run(e, func(t *testing.T) {
-			f := newAllocFixtureWith(t, map[string]string{"io.engine": e, "connections.max.idle.ms": "1500"})
-			f.c.nc.Close() // the fixture's client would idle out too
-			nc2, err := net.Dial("tcp", f.b.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			f.c.nc = nc2
-			fillPartition0(f, 80) // 8 MB: an answer outgrows the socket buffers
-			nc2.Close()
-			d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-				return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 64<<10) })
-			}}
-			nc, err := d.Dial("tcp", f.b.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer nc.Close()
-			var all []byte
-			for i := int32(1); i <= 4; i++ {
-				all = append(all, fetchFrame(i, 1, 0, 8<<20, 0)...)
-			}
-			if _, err := nc.Write(all); err != nil {
-				t.Fatal(err)
-			}
-			conns := func() int {
-				f.b.connsMu.Lock()
-				defer f.b.connsMu.Unlock()
-				return len(f.b.conns)
-			}
-			deadline := time.Now().Add(15 * time.Second)
-			for conns() > 0 && time.Now().Before(deadline) {
-				time.Sleep(100 * time.Millisecond)
-			}
-			if n := conns(); n > 0 {
-				t.Fatalf("%d connections still open 15 s after a client stopped reading; connections.max.idle.ms is 1.5 s", n)
-			}
-		})
-	}
 }

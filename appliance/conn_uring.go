@@ -261,6 +261,12 @@ func (u *uringConn) dropPending() {
 	}
 }
 
+// Busy implements ioring.BusyReporter: a request is being worked on (a
+// long poll, a produce waiting for acks=all), so the connection is not
+// idle whatever its socket does. Answers sent and not read are not work:
+// a client that stops reading is closed as idle.
+func (u *uringConn) Busy() bool { return u.inFlight() > 0 }
+
 func (u *uringConn) inFlight() int {
 	u.mu.Lock()
 	n := len(u.pending) - u.ph

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"syscall"
 	"testing"
 	"time"
 
@@ -106,13 +105,7 @@ func TestSlowReaderPinsOneFetchAnswer(t *testing.T) {
 		t.Run(e, func(t *testing.T) {
 			f := newAllocFixtureWith(t, map[string]string{"io.engine": e})
 			fillPartition0(f, 80) // 8 MB: one answer outgrows the socket buffers
-			d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-				return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 64<<10) })
-			}}
-			nc, err := d.Dial("tcp", f.b.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
+			nc := smallRcvBuf(t, f.b.Addr().String())
 			defer nc.Close()
 			out := f.b.metrics.topic("a").bytesOut
 			before := out.Get()
@@ -159,13 +152,7 @@ func TestFetchAfterUnreadAnswerRuns(t *testing.T) {
 		t.Run(e, func(t *testing.T) {
 			f := newAllocFixtureWith(t, map[string]string{"io.engine": e})
 			fillPartition0(f, 80) // 8 MB
-			d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-				return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 64<<10) })
-			}}
-			nc, err := d.Dial("tcp", f.b.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
+			nc := smallRcvBuf(t, f.b.Addr().String())
 			defer nc.Close()
 			if _, err := nc.Write(fetchFrame(1, 1, 0, 8<<20, 0)); err != nil {
 				t.Fatal(err)

@@ -98,8 +98,10 @@ type UringOptions struct {
 	// MaxFrame and MinFrame bound the announced frame size
 	// (socket.request.max.bytes; a request header needs 8 bytes).
 	MaxFrame, MinFrame int32
-	// IdleTimeout closes connections that send nothing for that long
-	// (connections.max.idle.ms); 0 never.
+	// IdleTimeout closes connections on which nothing was received and
+	// nothing sent for that long, unless their callbacks report them busy
+	// (BusyReporter; connections.max.idle.ms, which Kafka measures from
+	// the last socket activity); 0 never.
 	IdleTimeout time.Duration
 	// FrameTimeout closes connections that stop in the middle of a frame
 	// (default 30s, as the netpoll path).
@@ -156,7 +158,11 @@ type RingConn struct {
 	direct    bool // the armed recv reads into big (not the buffer ring)
 	cancelled bool // a cancel of the armed multishot recv is on its way
 	lastRecv  time.Time
-	recvH     HandlerFunc
+	// lastSend is when tick last saw Stats.SentBytes move (tickSent):
+	// send progress, noted without a clock read per send.
+	lastSend time.Time
+	tickSent uint64
+	recvH    HandlerFunc
 
 	// send
 	wbuf      [2][]byte
@@ -453,6 +459,7 @@ func (us *uringShard) onAccept(l int, c CQE) {
 	}
 	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	rc := &RingConn{us: us, fd: fd, listener: l, pipe: [2]int{-1, -1}, lastRecv: time.Now(), remote: peerName(fd)}
+	rc.lastSend = rc.lastRecv
 	rc.recvH = rc.onRecv
 	rc.bigH = rc.onBigRecv
 	rc.sendH = rc.onSend
@@ -491,14 +498,28 @@ func (us *uringShard) tick(now time.Time) {
 		if c.closing {
 			continue
 		}
+		if c.Stats.SentBytes != c.tickSent {
+			c.tickSent, c.lastSend = c.Stats.SentBytes, now
+		}
 		quiet := now.Sub(c.lastRecv)
 		switch {
 		case (len(c.acc) > 0 || c.big != nil) && !c.paused && quiet > o.FrameTimeout:
 			c.Abort(ErrFrameTimeout)
-		case o.IdleTimeout > 0 && quiet > o.IdleTimeout:
+		case o.IdleTimeout > 0 && quiet > o.IdleTimeout && now.Sub(c.lastSend) > o.IdleTimeout && !c.busy():
 			c.Abort(ErrIdle)
 		}
 	}
+}
+
+// BusyReporter is implemented by callbacks that can say a connection is
+// working on a request (a long poll): it is then not closed as idle.
+type BusyReporter interface {
+	Busy() bool
+}
+
+func (c *RingConn) busy() bool {
+	b, ok := c.cb.(BusyReporter)
+	return ok && b.Busy()
 }
 
 // Shard is the index of the connection's shard.
