@@ -780,19 +780,29 @@ func appendResponse(dst []byte, s *slot) (out []byte, parts []respPart, ok bool,
 }
 
 // armWrite sets the socket's write deadline connections.max.idle.ms
-// ahead. The writer arms it per answer and before each large part (at
-// most writePiece bytes), so a peer that reads nothing for that long is
-// closed and one that reads slowly is not: Kafka's idle time counts from
-// the last socket activity. (The reader's deadline does not see a peer
-// that sends nothing because its answers are unread.)
+// ahead. The writer arms it per answer; a large part that hits it having
+// sent bytes since is re-armed and continued (progressed), so a peer that
+// reads nothing for that long is closed and one that reads slowly is not:
+// Kafka's idle time counts from the last socket activity. (The reader's
+// deadline does not see a peer that sends nothing because its answers are
+// unread.)
 func (c *conn) armWrite() {
 	if idle := c.b.cfg.ConnectionsMaxIdleMs; idle > 0 {
 		_ = c.nc.SetWriteDeadline(time.Now().Add(time.Duration(idle) * time.Millisecond))
 	}
 }
 
-// writePiece bounds the bytes written under one write deadline (armWrite).
-const writePiece = 1 << 20
+// progressed reports whether a write that failed with err after sending
+// sent bytes is only a deadline hit while the peer kept reading; it re-arms
+// the deadline then.
+func (c *conn) progressed(err error, sent bool) bool {
+	var ne net.Error
+	if !sent || !errors.As(err, &ne) || !ne.Timeout() {
+		return false
+	}
+	c.armWrite()
+	return true
+}
 
 // writeParts writes bytes through bw and file chunks with sendfile(2)
 // straight from the segment file to the socket, at explicit offsets.
@@ -806,12 +816,11 @@ func (c *conn) writeParts(bw *bufio.Writer, parts []respPart) error {
 					return err
 				}
 				for len(m) > 0 {
-					n := min(len(m), writePiece)
-					c.armWrite()
-					if _, err := c.nc.Write(m[:n]); err != nil {
+					n, err := c.nc.Write(m)
+					m = m[n:]
+					if err != nil && !c.progressed(err, n > 0) {
 						return err
 					}
-					m = m[n:]
 				}
 				continue
 			} else if m != nil {
@@ -825,15 +834,16 @@ func (c *conn) writeParts(bw *bufio.Writer, parts []respPart) error {
 		if err := bw.Flush(); err != nil {
 			return err
 		}
-		for ch := p.chunk; ch.Len > 0; {
-			piece := ch
-			piece.Len = min(ch.Len, writePiece)
-			c.armWrite()
-			if err := c.sendChunk(piece); err != nil {
+		for ch := p.chunk; ; {
+			left, err := c.sendChunk(ch)
+			if err == nil {
+				break
+			}
+			if !c.progressed(err, left < int(ch.Len)) {
 				return err
 			}
-			ch.Pos += int64(piece.Len)
-			ch.Len -= piece.Len
+			ch.Pos += int64(int(ch.Len) - left)
+			ch.Len = int32(left)
 		}
 	}
 	return nil
@@ -857,8 +867,9 @@ type sendfileState struct {
 	ffd     uintptr
 }
 
-// sendChunk sends ch with sendfile(2), at explicit offsets.
-func (c *conn) sendChunk(ch nvme.Chunk) error {
+// sendChunk sends ch with sendfile(2), at explicit offsets. It returns
+// the bytes of ch not sent (all of them or none, but on an error).
+func (c *conn) sendChunk(ch nvme.Chunk) (int, error) {
 	sf := c.sf
 	if sf == nil {
 		sf = &sendfileState{}
@@ -871,21 +882,27 @@ func (c *conn) sendChunk(ch nvme.Chunk) error {
 		c.sf = sf
 	}
 	if sf.sock == nil {
-		return copyChunk(c.nc, ch)
+		if err := copyChunk(c.nc, ch); err != nil {
+			return int(ch.Len), err
+		}
+		return 0, nil
 	}
 	if sf.file != ch.File {
 		rc, err := ch.File.SyscallConn()
 		if err != nil {
-			return copyChunk(c.nc, ch)
+			if err := copyChunk(c.nc, ch); err != nil {
+				return int(ch.Len), err
+			}
+			return 0, nil
 		}
 		sf.file, sf.fileRC = ch.File, rc
 	}
 	sf.off, sf.remain, sf.serr = ch.Pos, int(ch.Len), nil
 	ferr := sf.fileRC.Control(sf.control)
 	if sf.serr != nil {
-		return sf.serr
+		return sf.remain, sf.serr
 	}
-	return ferr
+	return sf.remain, ferr
 }
 
 func (sf *sendfileState) onControl(ffd uintptr) {

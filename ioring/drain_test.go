@@ -74,3 +74,37 @@ func TestUringNotifyDrained(t *testing.T) {
 		t.Fatal("drain callback not called after the answer was read")
 	}
 }
+
+// TestUringSlowReaderNotIdle: a peer that sends nothing more but reads a
+// large answer slowly and steadily for far longer than IdleTimeout is not
+// closed as idle: send progress counts as activity (tick notes
+// Stats.SentBytes moving).
+func TestUringSlowReaderNotIdle(t *testing.T) {
+	s := &drainServer{armed: make(chan bool, 1), idle: make(chan bool, 1), drained: make(chan struct{}),
+		data: bytes.Repeat([]byte("0123456789abcdef"), 512<<10)} // 8 MiB in one send
+	e := startUring(t, 1, s, UringOptions{MaxFrame: 1 << 20, IdleTimeout: 100 * time.Millisecond})
+	c, err := net.Dial("tcp", e.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.(*net.TCPConn).SetReadBuffer(64 << 10)
+	if _, err := c.Write(frame([]byte("go"))); err != nil {
+		t.Fatal(err)
+	}
+	<-s.idle
+	<-s.armed
+	start := time.Now()
+	buf := make([]byte, 16<<10)
+	got := 0
+	for got < 5<<20 {
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		n, err := c.Read(buf)
+		got += n
+		if err != nil {
+			t.Fatalf("closed after %d bytes, %v into a read at ~1 MB/s (idle time 0.1 s): %v", got, time.Since(start), err)
+		}
+		time.Sleep(16 * time.Millisecond)
+	}
+	t.Logf("read %d bytes in %v", got, time.Since(start))
+}
