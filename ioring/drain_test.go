@@ -38,21 +38,29 @@ func (d *drainConn) OnFrame([]byte) FrameAction {
 
 func (d *drainConn) OnClose(error) {}
 
-// TestUringNotifyDrained: the drain callback runs once the peer has taken
-// every queued byte, not before, and is not armed on an empty queue.
-func TestUringNotifyDrained(t *testing.T) {
+// askDrain starts a drainServer of 8 MiB answers on an engine with o and
+// asks it for one from a client with a 64 KiB receive buffer (closed with
+// the test).
+func askDrain(t *testing.T, o UringOptions) (*drainServer, net.Conn) {
 	s := &drainServer{armed: make(chan bool, 1), idle: make(chan bool, 1), drained: make(chan struct{}),
 		data: bytes.Repeat([]byte("0123456789abcdef"), 512<<10)}
-	e := startUring(t, 1, s, UringOptions{MaxFrame: 1 << 20})
+	e := startUring(t, 1, s, o)
 	c, err := net.Dial("tcp", e.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
 	c.(*net.TCPConn).SetReadBuffer(64 << 10)
 	if _, err := c.Write(frame([]byte("go"))); err != nil {
 		t.Fatal(err)
 	}
+	return s, c
+}
+
+// TestUringNotifyDrained: the drain callback runs once the peer has taken
+// every queued byte, not before, and is not armed on an empty queue.
+func TestUringNotifyDrained(t *testing.T) {
+	s, c := askDrain(t, UringOptions{MaxFrame: 1 << 20})
 	if <-s.idle {
 		t.Fatal("NotifyDrained armed on an empty send queue")
 	}
@@ -80,18 +88,7 @@ func TestUringNotifyDrained(t *testing.T) {
 // closed as idle: send progress counts as activity (tick notes
 // Stats.SentBytes moving).
 func TestUringSlowReaderNotIdle(t *testing.T) {
-	s := &drainServer{armed: make(chan bool, 1), idle: make(chan bool, 1), drained: make(chan struct{}),
-		data: bytes.Repeat([]byte("0123456789abcdef"), 512<<10)} // 8 MiB in one send
-	e := startUring(t, 1, s, UringOptions{MaxFrame: 1 << 20, IdleTimeout: 100 * time.Millisecond})
-	c, err := net.Dial("tcp", e.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.(*net.TCPConn).SetReadBuffer(64 << 10)
-	if _, err := c.Write(frame([]byte("go"))); err != nil {
-		t.Fatal(err)
-	}
+	s, c := askDrain(t, UringOptions{MaxFrame: 1 << 20, IdleTimeout: 100 * time.Millisecond})
 	<-s.idle
 	<-s.armed
 	start := time.Now()
