@@ -333,17 +333,22 @@ func (c *conn) reader() error {
 	}
 }
 
-// closeAfterAnswers logs why the connection closes and queues a slot that
-// closes it once the answers to the requests before are written (a frame
-// size no request can have: Kafka, which reads nothing past a request
-// until it has answered it, answers those first). It returns nil: the
-// reader stops with a closing slot queued.
+// closeAfterAnswers queues closingSlot(why) and returns nil: the reader
+// stops with a closing slot queued.
 func (c *conn) closeAfterAnswers(why error) error {
+	c.enqueue(c.closingSlot(why))
+	return nil
+}
+
+// closingSlot logs why the connection closes and returns a done slot that
+// closes it once the answers queued before it are written (a frame size no
+// request can have: Kafka, which reads nothing past a request until it has
+// answered it, answers those first). Both engines' writers close on it.
+func (c *conn) closingSlot(why error) *slot {
 	c.b.log.Warn("closing connection", "remote", c.remote, "shard", c.shard, "reason", why.Error())
 	s := &slot{key: -1, closeNow: true}
 	s.ready.Store(true)
-	c.enqueue(s)
-	return nil
+	return s
 }
 
 // waitWritten waits until the writer has written every queued answer

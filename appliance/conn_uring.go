@@ -170,10 +170,7 @@ func (u *uringConn) OnFrameError(err error) {
 
 // closeAfterAnswers queues the closing slot of OnFrameError (loop only).
 func (u *uringConn) closeAfterAnswers(err error) {
-	u.c.b.log.Warn("closing connection", "remote", u.c.remote, "shard", u.c.shard, "reason", err.Error())
-	s := &slot{key: -1, closeNow: true}
-	s.ready.Store(true)
-	if u.enqueue(s) {
+	if u.enqueue(u.c.closingSlot(err)) {
 		u.pump()
 	}
 }
