@@ -184,6 +184,7 @@ func (r *Ring) Reap() int {
 	defer func() { r.reaping = false }()
 	total := 0
 	for {
+		total += r.dispatchHeld() // older than anything still in the CQ
 		tail := atomic.LoadUint32(r.cqKTail)
 		head := *r.cqKHead // only we write it
 		n := tail - head

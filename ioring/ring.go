@@ -93,6 +93,7 @@ type Stats struct {
 	Overflows   uint64 // times IORING_SQ_CQ_OVERFLOW was seen and flushed
 	Dropped     uint32 // the kernel's cq.overflow counter: CQEs lost for good
 	Untracked   uint64 // CQEs with an unknown or stale user_data
+	Held        uint64 // CQEs WaitFor held for a later Reap
 }
 
 // Ring is one io_uring instance: an SQ and a CQ shared with the kernel, an
@@ -129,6 +130,10 @@ type Ring struct {
 
 	tab   table
 	batch []CQE // reaped CQEs copied out so the CQ head advances once per batch
+
+	// WaitFor (waitfor.go): the CQEs it holds for the next Reap, the
+	// buffer they swap with while dispatched, and its own copy-out batch.
+	held, heldSpare, urgentBatch []CQE
 
 	// Arguments of io_uring_enter, kept on the heap so their addresses are
 	// stable while the kernel reads them.
@@ -454,6 +459,12 @@ func (r *Ring) Wait(minComplete uint32, timeout time.Duration) (int, error) {
 		deadline = time.Now().Add(timeout)
 	}
 	got := 0
+	if len(r.held) > 0 {
+		// CQEs a WaitFor held: they are due now, not after another wait.
+		if got = r.Reap(); uint32(got) >= minComplete {
+			return got, nil
+		}
+	}
 	for {
 		n := r.flushSQ()
 		flags := enterGetEvents
