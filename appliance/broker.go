@@ -76,8 +76,9 @@ type shardState struct {
 	committer *nvme.GroupCommitter
 	cache     *nvme.BlockCache // direct mode's block cache; nil in buffered mode
 	// batchWrites: a produce's appends on this shard run as one message and
-	// their segment writes go through the shard's ring together (uring
-	// engine, direct mode, io.uring.direct.write.batch; produce_wait.go).
+	// their segment writes go through the shard's ring, answered when they
+	// complete (uring engine, direct mode, io.uring.direct.write.batch;
+	// produce_wait.go, nvme/direct_ring.go).
 	batchWrites bool
 	retention   *time.Ticker
 

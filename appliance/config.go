@@ -73,7 +73,7 @@ type Config struct {
 	IOEngine                 string // netpoll | uring | auto
 	UringSpareProcs          bool   // io.uring.spare.procs: GOMAXPROCS + shards with the uring engine (engine.go)
 	UringPinShards           bool   // io.uring.pin.shards: pin each ring shard's thread to its CPU (engine.go)
-	UringDirectWriteBatch    bool   // io.uring.direct.write.batch: a produce's segment writes on a shard go through its ring together (log.io.mode=direct; produce_wait.go)
+	UringDirectWriteBatch    bool   // io.uring.direct.write.batch: segment writes go through the shard's ring, appends answered when they complete (log.io.mode=direct; nvme/direct_ring.go)
 	UringDirectReadAsync     bool   // io.uring.direct.read.async: fetches read the cache blocks they miss through the shard's ring (log.io.mode=direct; fetch_wait.go)
 	UringFetchReadMaxBytes   int32  // io.uring.fetch.read.max.bytes: log parts of answers up to this size are read, not spliced (engine.go)
 	UringFetchSendfileMin    int32  // io.uring.fetch.sendfile.min.bytes: page-cached log parts of at least this size go by sendfile(2); 0 never (engine.go)

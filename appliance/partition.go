@@ -119,6 +119,22 @@ type partition struct {
 
 	unflushed int64
 	lastFlush time.Time
+
+	// Appends whose bytes the shard's ring is still writing (direct I/O on
+	// the uring engine, nvme/direct_ring.go), oldest first from
+	// writesHead: each is answered, published and fdatasynced by
+	// onWritten once the log's written end offset passes it.
+	writes     []appendWait
+	writesHead int
+}
+
+// appendWait is an append waiting for its bytes to be written.
+type appendWait struct {
+	end  int64 // its last offset + 1
+	info nvme.AppendInfo
+	acks int16
+	done func(produceResult)
+	w    *produceWait
 }
 
 // fetchWaiter is a parked ShareFetch long poll; notify is buffered (1).
@@ -137,7 +153,9 @@ type parkedPoll struct {
 func newPartition(b *Broker, st *shardState, topic string, id TopicID, index, epoch int32, l *nvme.Log, cfg topicConfig) *partition {
 	// The view is private until useView gives it the PartitionImage's;
 	// nothing reads it before then, so nothing is published to it yet.
-	return &partition{b: b, st: st, topic: topic, id: id, index: index, epoch: epoch, log: l, cfg: cfg, lastFlush: time.Now(), view: &partView{}}
+	p := &partition{b: b, st: st, topic: topic, id: id, index: index, epoch: epoch, log: l, cfg: cfg, lastFlush: time.Now(), view: &partView{}}
+	l.SetWrittenHook(p.onWritten)
+	return p
 }
 
 // useView makes v, the view of the partition's PartitionImage, the one
@@ -162,9 +180,12 @@ func (p *partition) viewState() viewState {
 	return viewState{hw: hw, lso: min(hw, p.log.LastStableOffset()), logStart: p.log.LogStartOffset(), epoch: p.epoch, open: true}
 }
 
-// highWatermark is the log end offset: with one replica the ISR is the
-// leader alone, so every appended record is committed.
-func (p *partition) highWatermark() int64 { return p.log.LogEndOffset() }
+// highWatermark is the log's written end offset: with one replica the ISR
+// is the leader alone, so every appended record is committed once it is
+// written (the log end offset, but while the shard's ring is still writing
+// the last appends, nvme/direct_ring.go). Nothing above it is served, so a
+// consumer never reads what a kill -9 could still take away.
+func (p *partition) highWatermark() int64 { return p.log.WrittenEndOffset() }
 
 // produceResult is one partition's answer to a produce.
 type produceResult struct {
@@ -186,7 +207,50 @@ func (p *partition) append(records []byte, acks int16, done func(produceResult))
 // reused callback, so the append allocates nothing.
 func (p *partition) appendFor(records []byte, acks int16, done func(produceResult), w *produceWait) {
 	info, err := p.appendLog(records)
-	p.afterAppend(info, err, acks, done, w)
+	p.whenWritten(info, err, acks, done, w)
+}
+
+// whenWritten runs afterAppend for an append (appendLog's info and err)
+// once its bytes are written: at once, unless the shard's ring is still
+// writing them, in which case onWritten runs it. A duplicate waits for the
+// original's bytes.
+func (p *partition) whenWritten(info nvme.AppendInfo, err error, acks int16, done func(produceResult), w *produceWait) {
+	if err != nil || p.log.WrittenEndOffset() > info.LastOffset {
+		p.afterAppend(info, err, acks, done, w)
+		return
+	}
+	p.writes = append(p.writes, appendWait{end: info.LastOffset + 1, info: info, acks: acks, done: done, w: w})
+}
+
+// onWritten is the log's written hook (nvme.Log.SetWrittenHook): it runs
+// afterAppend for the appends now written, in order, and, when a ring write
+// failed, answers the rest with the log's error (KAFKA_STORAGE_ERROR) and
+// takes the partition offline. It also runs when the partition closes.
+func (p *partition) onWritten() {
+	if p.log == nil {
+		return
+	}
+	end := p.log.WrittenEndOffset()
+	failed := p.log.Failure()
+	for p.writesHead < len(p.writes) {
+		x := p.writes[p.writesHead]
+		var err error
+		if x.end > end {
+			if failed == nil {
+				break
+			}
+			err = failed
+		}
+		p.writes[p.writesHead] = appendWait{}
+		p.writesHead++
+		p.afterAppend(x.info, err, x.acks, x.done, x.w)
+	}
+	if p.writesHead == len(p.writes) {
+		p.writes, p.writesHead = p.writes[:0], 0
+	}
+	if failed != nil {
+		p.goOffline(failed)
+	}
 }
 
 // appendLog appends records to the log; an offline partition refuses with
@@ -204,12 +268,8 @@ func (p *partition) appendLog(records []byte) (nvme.AppendInfo, error) {
 }
 
 // afterAppend answers, flushes and publishes an append (appendLog's info
-// and err). In a write batch (produceWait.postBatch) it runs after the
-// batch's writes, whose failure Log.CheckWrites reports.
+// and err) once its bytes are written (whenWritten).
 func (p *partition) afterAppend(info nvme.AppendInfo, err error, acks int16, done func(produceResult), w *produceWait) {
-	if err == nil {
-		err = p.log.CheckWrites()
-	}
 	if err != nil {
 		if errors.Is(err, nvme.ErrLogClosed) {
 			p.goOffline(err) // an I/O error: validation errors leave the log as it was
@@ -336,7 +396,8 @@ func (p *partition) housekeep(retention bool) {
 func (p *partition) close() error {
 	var err error
 	if p.log != nil {
-		err = p.log.Close()
+		err = p.log.Close() // waits for its ring writes
+		p.onWritten()
 		p.log = nil
 	}
 	p.wakeWaiters() // publishes the view as not open first

@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -22,7 +21,7 @@ type produceState struct {
 	b        *Broker
 	resp     kmsg.ProduceResponse
 	waits    []*produceWait // waits[:n] are in use; the rest are kept for reuse
-	heads    []*produceWait // per shard id: the first wait of a write batch (postWaits)
+	heads    []*produceWait // per shard id: the first wait of a ring-write shard's message (postWaits)
 	tails    []*produceWait
 	n        int
 	pending  atomic.Int32 // waits not yet answered
@@ -44,14 +43,10 @@ type produceWait struct {
 	postFn  func()
 	doneFn  func(produceResult)
 
-	// Write batches (shardState.batchWrites): the request's next wait on
-	// the same shard, the message that runs them all (postBatch), and this
-	// wait's append between the batch's appends and its flush.
+	// Ring writes (shardState.batchWrites): the request's next wait on
+	// the same shard and the message that appends them all (postBatch).
 	next    *produceWait
 	batchFn func()
-	appPart *partition
-	appInfo nvme.AppendInfo
-	appErr  error
 
 	// acks=-1: the appended partition, its answer and when its fdatasync
 	// was asked for, kept for syncFn (partition.appendFor).
@@ -157,29 +152,21 @@ func (ps *produceState) postWaits() {
 	}
 }
 
-// postBatch runs on the owner shard for the waits chained from w: every
-// append first, with their segment writes deferred, then one flush of those
-// writes (nvme.BlockCache.FlushWriteBatch), and only then each append's
-// answer, fdatasync request and publication (partition.afterAppend), so
-// nothing is acknowledged or served before it is written.
+// postBatch runs on the owner shard for the waits chained from w: each
+// append queues its segment writes on the shard's ring (which submits them
+// together when the loop next enters the kernel), and its answer, fdatasync
+// request and publication follow once they are written
+// (partition.whenWritten), so nothing is acknowledged or served before it
+// is written, and the shard does not wait for the device meanwhile.
 func (w *produceWait) postBatch() {
-	cache := w.st.cache
-	cache.BeginWriteBatch()
-	for x := w; x != nil; x = x.next {
-		x.appPart = x.st.parts[x.key]
-		if x.appPart != nil {
-			x.appInfo, x.appErr = x.appPart.appendLog(x.records)
-		}
-	}
-	cache.FlushWriteBatch()
 	for x := w; x != nil; {
 		next := x.next // x's answer may be the request's last
-		part, info, err := x.appPart, x.appInfo, x.appErr
-		x.appPart, x.appErr = nil, nil
+		part := x.st.parts[x.key]
 		if part == nil {
 			x.done(notLeaderResult)
 		} else {
-			part.afterAppend(info, err, x.ps.acks, x.doneFn, x)
+			info, err := part.appendLog(x.records)
+			part.whenWritten(info, err, x.ps.acks, x.doneFn, x)
 		}
 		x = next
 	}

@@ -1,9 +1,6 @@
 package appliance
 
 import (
-	"fmt"
-
-	"github.com/ringbroker/ringbroker/ioring"
 	"github.com/ringbroker/ringbroker/nvme"
 )
 
@@ -53,31 +50,16 @@ func (b *Broker) storageOptions(st *shardState, t *TopicImage, o nvme.Options) n
 
 // startRingStorage sets up a ring shard's direct-mode I/O: fetches read
 // the blocks they miss through the shard's own ring
-// (io.uring.direct.read.async, fetch_wait.go), and the block cache gets its
-// write ring (io.uring.direct.write.batch), created on the shard's thread,
-// which alone may submit to it, and closed when the shard stops.
+// (io.uring.direct.read.async, fetch_wait.go), and the block cache writes
+// segments through it without waiting for the device
+// (io.uring.direct.write.batch, nvme/direct_ring.go), set on the shard's
+// thread, which alone may submit to the ring.
 func (b *Broker) startRingStorage(st *shardState) error {
 	st.asyncReads = st.cache != nil && st.loop.IsRing() && b.cfg.UringDirectReadAsync
 	if st.cache == nil || !st.loop.IsRing() || !b.cfg.UringDirectWriteBatch {
 		return nil
 	}
-	errc := make(chan error, 1)
-	st.loop.Post(func() {
-		r, err := ioring.New(ioring.Options{Entries: 64})
-		if err != nil {
-			errc <- fmt.Errorf("cannot create the write ring of shard %d: %w", st.id, err)
-			return
-		}
-		st.cache.SetWriteRing(r)
-		st.loop.OnClose(func() {
-			st.cache.SetWriteRing(nil)
-			_ = r.Close()
-		})
-		errc <- nil
-	})
-	if err := <-errc; err != nil {
-		return err
-	}
+	st.loop.Call(func() { st.cache.SetWriteRing(st.loop.Ring()) })
 	st.batchWrites = true
 	return nil
 }

@@ -28,7 +28,7 @@ type BlockCache struct {
 	head      cacheEntry // sentinel of the LRU list: head.next is the most recent
 	nextID    uint64
 	stats     CacheStats
-	wb        writeBatch // deferred segment writes (direct_batch.go)
+	wb        writeQueue // ring writes of the files (direct_ring.go)
 }
 
 // CacheStats counts a BlockCache's work, for metrics and benchmarks.

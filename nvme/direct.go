@@ -43,8 +43,22 @@ type directFile struct {
 	writable bool  // the active segment: the tail block is kept in wblk
 	wblk     []byte
 	wbase    int64  // file offset of wblk[0]
-	werr     error  // the first failed deferred write (direct_batch.go)
 	gen      uint64 // bumped by Truncate and forget: block reads started before are stale (direct_prefetch.go)
+
+	// Ring writes (direct_ring.go): the bytes known to be on the device,
+	// the ranges queued for the next round, the round in flight (its ring
+	// writes, how many are outstanding, the size it makes written), full
+	// blocks still holding unwritten bytes, the Log to notify, and the
+	// first failed write.
+	written   int64
+	queued    []pendingWrite
+	parts     []writePart
+	flight    int
+	flightEnd int64
+	unwritten []unwrittenBlock
+	owner     *Log
+	hookDue   bool
+	werr      error
 }
 
 // openDirect opens path with O_DIRECT through open (which a test may make
@@ -60,7 +74,7 @@ func openDirect(open opener, path string, flag int, perm os.FileMode, cache *Blo
 		return nil, err
 	}
 	return &directFile{raw: raw, name: path, id: cache.newFileID(), cache: cache, align: int64(align),
-		bs: cache.blockSize, size: size, writable: flag&(os.O_WRONLY|os.O_RDWR) != 0}, nil
+		bs: cache.blockSize, size: size, written: size, writable: flag&(os.O_WRONLY|os.O_RDWR) != 0}, nil
 }
 
 func (d *directFile) OSFile() *os.File     { return d.raw.OSFile() }
@@ -76,6 +90,8 @@ func (d *directFile) Close() error { return d.raw.Close() }
 func (d *directFile) forget() {
 	d.gen++
 	d.cache.dropFile(d.id, 0)
+	clear(d.unwritten)
+	d.unwritten = d.unwritten[:0]
 }
 
 // Allocate preallocates the file to n bytes (fallocate mode 0: the size
@@ -102,6 +118,9 @@ func (d *directFile) Truncate(n int64) error {
 		d.cache.dropFile(d.id, n/d.bs)
 	}
 	d.size = n
+	d.written = min(d.written, n)
+	clear(d.unwritten)
+	d.unwritten = d.unwritten[:0]
 	return nil
 }
 
@@ -161,13 +180,9 @@ func (d *directFile) WriteAt(p []byte, off int64) (int, error) {
 		rel := d.size - d.wbase
 		n := int64(copy(d.wblk[rel:], p))
 		from, to := rel-rel%d.align, roundUp(rel+n, d.align)
-		if d.cache.wb.on {
-			// Written at FlushWriteBatch (direct_batch.go).
-			head := from
-			if rel > from {
-				head = from + d.align // the block written before, with fewer bytes
-			}
-			d.cache.wb.add(d, d.wblk, d.wbase, from, head, to)
+		ring := d.cache.wb.ring != nil
+		if ring {
+			d.queue(d.wblk, d.wbase, from, to) // written by the next round (direct_ring.go)
 		} else {
 			m, err := d.raw.WriteAt(d.wblk[from:to], d.wbase+from)
 			if err == nil && int64(m) < to-from {
@@ -180,14 +195,21 @@ func (d *directFile) WriteAt(p []byte, off int64) (int, error) {
 			}
 		}
 		d.size += n
+		if !ring {
+			d.written = d.size
+		}
 		written += int(n)
 		p = p[n:]
 		if d.size == d.wbase+d.bs {
 			// The block is full and immutable from now on.
 			d.cache.put(cacheKey{d.id, d.wbase / d.bs}, d.wblk, int(d.bs))
+			if d.written < d.size {
+				d.unwritten = append(d.unwritten, unwrittenBlock{base: d.wbase, buf: d.wblk})
+			}
 			d.wblk = nil
 		}
 	}
+	d.submit()
 	return written, nil
 }
 
@@ -206,6 +228,15 @@ func (d *directFile) block(off int64) ([]byte, int64, error) {
 	k := cacheKey{d.id, base / d.bs}
 	if e := d.cache.get(k); e != nil && int64(e.valid) >= need {
 		return e.buf[:need], base, nil
+	}
+	if base+need > d.written {
+		// Not all on the device yet: the bytes are only in memory.
+		buf := d.unwrittenBuf(base)
+		if buf == nil {
+			return nil, 0, fmt.Errorf("cannot read %q at %d: block not written and not in memory", d.name, base)
+		}
+		d.cache.put(k, buf, int(need))
+		return buf[:need], base, nil
 	}
 	buf := alignedBuf(int(d.bs), int(d.align))
 	want := roundUp(need, d.align)

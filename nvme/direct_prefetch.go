@@ -136,6 +136,9 @@ func (l *Log) Prefetch(pf *BlockPrefetch, offset int64, maxBytes int32) int64 {
 		if e := d.cache.entries[cacheKey{d.id, base / d.bs}]; e != nil && int64(e.valid) >= need {
 			continue
 		}
+		if base+need > d.written {
+			continue // not all on the device yet: in memory (direct_ring.go)
+		}
 		if pf.listed(d, base) {
 			continue
 		}

@@ -4,214 +4,290 @@ import (
 	"fmt"
 	"io"
 	"syscall"
+	"time"
 
 	"github.com/ringbroker/ringbroker/ioring"
 )
 
-// Write batches (direct mode, io.engine=uring): the appends a produce makes
-// to one shard's partitions defer their segment writes between
-// BeginWriteBatch and FlushWriteBatch, which writes them all at once through
-// the shard's ring and waits, instead of one blocking pwrite(2) per
-// partition. The caller answers nothing and publishes nothing of those
-// appends before the flush (appliance.produceWait.postBatch), so what the
-// log serves or acknowledges is on the device as before; a write that
-// failed is reported by Log.CheckWrites.
+// Ring writes (direct mode, io.engine=uring): an append copies its bytes
+// into the segment's tail buffer and queues the aligned range it touched
+// on its file; the file hands what it has queued to the shard's ring as one
+// round of writes as soon as no round of its is in flight, and the next
+// round when that one completes. The shard never waits for the device:
+// Log.WrittenEndOffset tells how far the log is on the device, and the
+// Log's written hook (Log.SetWrittenHook) runs when that moves, so the
+// caller acknowledges, publishes and fdatasyncs an append only once its
+// bytes are written, as it did after a pwrite(2). Appends that come while a
+// round is in flight go out together in the next one.
 //
-// Measured on the development VM (2 shards, 16 partitions, direct I/O):
-// each shard made ~1,800 blocking pwrite calls a second at maximum rate
-// (123 us on average, 23% of its time). Writing a produce's ranges on a
-// shard together cut the uring broker's context switches by a third and
-// its CPU per MB by ~10% at maximum rate and ~15% at catch-up. A single
-// range is written with pwrite: one O_DIRECT write through the ring cost
-// more than the syscall (a prototype at 10 MB/s: +14% CPU).
+// One round at a time per file: a round rewrites the partly filled block
+// the previous one ended in, and two writes of one block in flight at once
+// may reach the device in either order. Within a round the ranges are of
+// different blocks. The device may read a range's buffer while later
+// appends fill it (the buffer only grows), so a round can write more than
+// it counts; what it counts (the file's size when it was submitted) is
+// what Log.WrittenEndOffset reports.
 //
-// A range that starts in a partly written block (the tail block written
-// again with more bytes) is sent to the ring as two writes: that block, and
-// the blocks after it. ext4 issues an O_DIRECT write without blocking
-// (IOCB_NOWAIT, which io_uring tries first) only when the range maps to one
-// extent; the old block is written and the new ones are still unwritten
-// (fallocated), so as one write it got -EAGAIN and io_uring handed it to an
-// io-wq worker thread: ~80% of the ring writes at maximum rate
-// (io_uring:io_uring_queue_async_work), and 4x the time per batch of 8
-// appends in a test of the pattern. Split, none are handed off.
+// A range that starts in a block that already holds bytes on the device
+// (the partly filled block the previous round ended in) is sent as two
+// writes: that block, and the blocks after it. ext4 issues an O_DIRECT
+// write without blocking (IOCB_NOWAIT, which io_uring tries first) only
+// when the range maps to one extent; the old block is written and the new
+// ones are still unwritten (fallocated), so as one write it got -EAGAIN and
+// io_uring handed it to an io-wq worker thread: ~80% of the ring writes at
+// maximum rate (io_uring:io_uring_queue_async_work) when writes were
+// batched per produce, and 4x the time per batch of 8 appends in a test of
+// the pattern. Split, none are handed off.
+//
+// Waits: rolling, closing and truncating a file need its writes done; they
+// wait on the ring (settle) with ioring.Ring.WaitFor, which runs only the
+// write completions (writePart is ioring.Urgent) and holds every other CQE
+// for the loop. The written hooks of what completes during such a wait run
+// from a NOP the wait leaves on the ring, not inside the caller's Log call.
+//
+// Before (one message per produce per shard, its writes submitted together
+// and waited for): the shard blocked on the device for every produce, up to
+// 103 ms behind catch-up reads in one traced run, and at 10 MB/s each
+// shard spent ~10% of its time in pwrite(2) (single ranges went by pwrite).
 
-// pendingWrite is one deferred write: buf[from:to] at base+from of d.
-// [from, head) is a block that held data before the batch (head == from
-// when the range starts on a block boundary).
+// pendingWrite is a queued range: buf[from:to], aligned, at file offset
+// base+from.
 type pendingWrite struct {
-	d              *directFile
-	buf            []byte
-	base           int64
-	from, head, to int64
-	parts          [2]writePart // the ring writes: [from, to), or [from, head) and [head, to)
+	buf      []byte
+	base     int64
+	from, to int64
 }
 
-// writePart is one ring write of a pendingWrite and its completion handler:
-// it lives in wb.pending, which stays put during the flush, so queuing the
-// write allocates nothing.
+// writePart is one ring write of a round and its completion handler. It
+// lives in its file's parts, which change only between rounds, so
+// submitting a round allocates nothing once the slice has grown.
 type writePart struct {
-	d        *directFile
-	wb       *writeBatch
-	from, to int64 // offsets in the pending write's buf
+	d   *directFile
+	buf []byte
+	off int64
 }
 
-// Complete records the result of the part's ring write on its file.
+// Complete records the write's result; the last part of a round ends it.
 func (w *writePart) Complete(cq ioring.CQE) {
-	w.wb.left--
+	d := w.d
 	if cq.Res < 0 {
-		w.d.noteWrite(0, int(w.to-w.from), fmt.Errorf("io_uring write: %w", syscall.Errno(-cq.Res)))
-		return
+		d.noteWrite(0, len(w.buf), fmt.Errorf("io_uring write: %w", syscall.Errno(-cq.Res)))
+	} else {
+		d.noteWrite(int(cq.Res), len(w.buf), nil)
 	}
-	w.d.noteWrite(int(cq.Res), int(w.to-w.from), nil)
-}
-
-// split returns p's ring writes: the rewritten old block apart from the
-// new blocks (see the package comment on write batches).
-func (p *pendingWrite) split(wb *writeBatch) []writePart {
-	if p.head > p.from && p.head < p.to {
-		p.parts[0] = writePart{d: p.d, wb: wb, from: p.from, to: p.head}
-		p.parts[1] = writePart{d: p.d, wb: wb, from: p.head, to: p.to}
-		return p.parts[:2]
+	w.buf = nil
+	d.flight--
+	d.cache.wb.flight--
+	if d.flight == 0 {
+		d.finishRound()
 	}
-	p.parts[0] = writePart{d: p.d, wb: wb, from: p.from, to: p.to}
-	return p.parts[:1]
 }
 
-// writeBatch is a BlockCache's deferred writes (owner shard only).
-type writeBatch struct {
-	on      bool
-	ring    *ioring.Ring
-	pending []pendingWrite
-	left    int // ring writes not yet completed
-	stats   WriteBatchStats
+// Urgent lets a settle's ioring.Ring.WaitFor run the completion.
+func (*writePart) Urgent() {}
+
+// unwrittenBlock is a block that is no longer a file's tail buffer but
+// still holds bytes not yet on the device: should the cache evict it
+// before they are written, reads take it from here, never from the disk.
+type unwrittenBlock struct {
+	base int64
+	buf  []byte
 }
 
-// WriteBatchStats counts a BlockCache's write batches.
-type WriteBatchStats struct {
-	Batches    uint64 // flushes that wrote something
-	Writes     uint64 // ranges written
+// writeQueue is a BlockCache's ring writes (owner shard only).
+type writeQueue struct {
+	ring   *ioring.Ring
+	nested int            // > 0 while a settle waits: written hooks wait for the kick
+	ready  []*directFile  // files whose written hooks are due
+	spare  []*directFile  // ready's other buffer while its hooks run
+	kicked bool           // a NOP that runs ready's hooks is on the ring
+	kickH  ioring.Handler // that NOP's handler, made once
+	flight int            // ring writes in flight, all files
+	stats  WriteStats
+}
+
+// WriteStats counts a BlockCache's ring writes.
+type WriteStats struct {
+	Rounds     uint64 // rounds submitted
+	Ranges     uint64 // queued ranges they wrote
 	RingWrites uint64 // ring writes (a range that starts in a written block takes two)
+	Waits      uint64 // settles that waited for a round (roll, close, truncate)
 }
 
-// writeBatchRingDepth bounds the ring writes in flight (the ring's SQ size;
-// a range takes up to two).
-const writeBatchRingDepth = 64
+// settleTimeout bounds a settle's wait for the device. A write that takes
+// longer is reported as failed, which takes its log offline.
+const settleTimeout = 2 * time.Minute
 
-// SetWriteRing lets the cache's files batch their writes through r, a ring
-// owned by the shard that owns the cache (uring engine). Call it on that
-// shard; nil turns batching off.
+// SetWriteRing makes the cache's files write through r, a ring owned by
+// the shard that owns the cache (uring engine), without waiting for the
+// device (see above). Call it on that shard before its logs append;
+// without one (nil, the default) every append is a pwrite(2).
 func (c *BlockCache) SetWriteRing(r *ioring.Ring) {
 	c.wb.ring = r
-}
-
-// BatchesWrites reports whether the cache has a write ring (SetWriteRing).
-func (c *BlockCache) BatchesWrites() bool { return c != nil && c.wb.ring != nil }
-
-// WriteBatchStats returns the cache's write-batch counters (owner shard).
-func (c *BlockCache) WriteBatchStats() WriteBatchStats { return c.wb.stats }
-
-// BeginWriteBatch defers the segment writes of the cache's files until
-// FlushWriteBatch (owner shard; a no-op without a write ring). Between the
-// two, Append returns with its bytes in the segment's tail buffer only:
-// the caller must neither answer nor publish those appends before the flush.
-func (c *BlockCache) BeginWriteBatch() {
-	if c.BatchesWrites() {
-		c.wb.on = true
+	if c.wb.kickH == nil {
+		wb := &c.wb
+		c.wb.kickH = ioring.HandlerFunc(func(ioring.CQE) {
+			wb.kicked = false
+			wb.runReady()
+		})
 	}
 }
 
-// FlushWriteBatch writes the deferred ranges, all at once through the write
-// ring (one range: pwrite), waits for them and ends the batch. A range that
-// fails (an error or a short write) is kept on its file for Log.CheckWrites.
-func (c *BlockCache) FlushWriteBatch() {
-	if c == nil {
-		return
-	}
-	c.flushPending()
-	c.wb.on = false
-}
+// WritesThroughRing reports whether the cache has a write ring.
+func (c *BlockCache) WritesThroughRing() bool { return c != nil && c.wb.ring != nil }
 
-// flushPending writes the deferred ranges and keeps batching.
-func (c *BlockCache) flushPending() {
-	wb := &c.wb
-	if len(wb.pending) == 0 {
-		return
-	}
-	wb.stats.Batches++
-	wb.stats.Writes += uint64(len(wb.pending))
-	if len(wb.pending) == 1 || wb.ring == nil {
-		for _, p := range wb.pending {
-			n, err := p.d.raw.WriteAt(p.buf[p.from:p.to], p.base+p.from)
-			p.d.noteWrite(n, int(p.to-p.from), err)
-		}
-	} else {
-		c.ringWrites()
-	}
-	clear(wb.pending)
-	wb.pending = wb.pending[:0]
-}
+// WriteStats returns the cache's ring-write counters (owner shard).
+func (c *BlockCache) WriteStats() WriteStats { return c.wb.stats }
 
-// ringWrites writes wb.pending through the ring, writeBatchRingDepth at a
-// time; each completion records its result on its file.
-func (c *BlockCache) ringWrites() {
-	wb := &c.wb
-	for start := 0; start < len(wb.pending); start += writeBatchRingDepth / 2 {
-		chunk := wb.pending[start:min(start+writeBatchRingDepth/2, len(wb.pending))]
-		for i := range chunk {
-			p := &chunk[i]
-			fd := int(p.d.raw.OSFile().Fd())
-			for j, parts := 0, p.split(wb); j < len(parts); j++ {
-				w := &parts[j]
-				if _, err := wb.ring.Write(fd, p.buf[w.from:w.to], p.base+w.from, false, w); err != nil {
-					p.d.noteWrite(0, int(w.to-w.from), fmt.Errorf("cannot queue io_uring write: %w", err))
-					continue
-				}
-				wb.left++
-				wb.stats.RingWrites++
-			}
-		}
-		for wb.left > 0 {
-			if _, err := wb.ring.Wait(uint32(wb.left), 0); err != nil {
-				// The ring is unusable: the writes still in flight cannot
-				// be waited for, so fail every file of the chunk.
-				for i := range chunk {
-					chunk[i].d.noteWrite(0, 1, fmt.Errorf("cannot wait for io_uring writes: %w", err))
-				}
-				wb.left = 0
-			}
-		}
-	}
-}
+// WritesInFlight is the number of the cache's ring writes not yet
+// completed (owner shard).
+func (c *BlockCache) WritesInFlight() int { return c.wb.flight }
 
-// add records buf[from:to] (an aligned range of the tail buffer at base)
-// for the batch, merged with the file's range of the same block; [from,
-// head) held data before (head == from when it did not).
-func (wb *writeBatch) add(d *directFile, buf []byte, base, from, head, to int64) {
-	for i := len(wb.pending) - 1; i >= 0; i-- {
-		p := &wb.pending[i]
-		if p.d == d && p.base == base && from <= p.to {
-			p.to = max(p.to, to)
-			if from < p.from {
-				p.from, p.head = from, head
-			}
+// queue records buf[from:to] (an aligned range of the tail buffer at base)
+// for the file's next round, merged with the last queued range of the
+// same block.
+func (d *directFile) queue(buf []byte, base, from, to int64) {
+	if n := len(d.queued); n > 0 {
+		p := &d.queued[n-1]
+		if p.base == base && from <= p.to {
+			p.from, p.to = min(p.from, from), max(p.to, to)
 			return
 		}
 	}
-	wb.pending = append(wb.pending, pendingWrite{d: d, buf: buf, base: base, from: from, head: head, to: to})
+	d.queued = append(d.queued, pendingWrite{buf: buf, base: base, from: from, to: to})
 }
 
-// settle writes the batch's deferred ranges before d is trimmed or
-// truncated inside a batch (a roll or a failed append) and returns d's
-// first failed deferred write; outside a batch it does nothing.
-func (d *directFile) settle() error {
-	if !d.cache.wb.on {
-		return nil
+// submit hands the queued ranges to the ring as one round, unless a round
+// is in flight or a write has failed.
+func (d *directFile) submit() {
+	wb := &d.cache.wb
+	if d.flight > 0 || len(d.queued) == 0 || d.werr != nil || wb.ring == nil {
+		return
 	}
-	d.cache.flushPending()
+	parts := d.parts[:0]
+	for _, p := range d.queued {
+		from := p.base + p.from
+		if head := from + d.align; from < d.written && head < p.base+p.to {
+			parts = append(parts, writePart{d: d, buf: p.buf[p.from : p.from+d.align], off: from})
+			from = head
+		}
+		parts = append(parts, writePart{d: d, buf: p.buf[from-p.base : p.to], off: from})
+	}
+	d.parts = parts
+	wb.stats.Rounds++
+	wb.stats.Ranges += uint64(len(d.queued))
+	clear(d.queued)
+	d.queued = d.queued[:0]
+	d.flightEnd = d.size
+	fd := int(d.raw.OSFile().Fd())
+	for i := range d.parts {
+		w := &d.parts[i]
+		if _, err := wb.ring.Write(fd, w.buf, w.off, false, w); err != nil {
+			d.noteWrite(0, len(w.buf), fmt.Errorf("cannot queue io_uring write: %w", err))
+			w.buf = nil
+			continue
+		}
+		d.flight++
+		wb.flight++
+		wb.stats.RingWrites++
+	}
+	if d.flight == 0 {
+		d.finishRound()
+	}
+}
+
+// finishRound runs when a round's last write has completed: the file's
+// written end moves to where the round ended, or, when a write failed, its
+// log goes offline at once (later appends fail); its owner's hook is due,
+// and what was queued meanwhile goes out.
+func (d *directFile) finishRound() {
+	if d.werr != nil && d.owner != nil {
+		d.owner.failWrite(d.werr)
+	}
+	if d.werr == nil {
+		d.written = max(d.written, d.flightEnd)
+		keep := d.unwritten[:0]
+		for _, b := range d.unwritten {
+			if b.base+d.bs > d.written {
+				keep = append(keep, b)
+			}
+		}
+		clear(d.unwritten[len(keep):])
+		d.unwritten = keep
+	}
+	d.cache.wb.due(d)
+	d.submit()
+}
+
+// due marks d's owner's written hook as due and runs the due hooks, unless
+// a settle is waiting (then the settle's kick runs them).
+func (wb *writeQueue) due(d *directFile) {
+	if d.owner == nil {
+		return
+	}
+	if !d.hookDue {
+		d.hookDue = true
+		wb.ready = append(wb.ready, d)
+	}
+	if wb.nested == 0 {
+		wb.runReady()
+	}
+}
+
+// runReady runs the due written hooks.
+func (wb *writeQueue) runReady() {
+	for len(wb.ready) > 0 {
+		list := wb.ready
+		wb.ready = wb.spare[:0]
+		for i, d := range list {
+			list[i] = nil
+			d.hookDue = false
+			d.owner.noteWritten(d)
+		}
+		wb.spare = list[:0]
+	}
+}
+
+// settle submits d's queued ranges and waits until every write of d is
+// done, then returns d's first failed write. Rolling, closing and
+// truncating a file call it; without a write ring it does nothing.
+func (d *directFile) settle() error {
+	wb := &d.cache.wb
+	if wb.ring == nil {
+		return d.werr
+	}
+	d.submit()
+	if d.flight == 0 {
+		return d.werr
+	}
+	wb.stats.Waits++
+	wb.nested++
+	err := wb.ring.WaitFor(func() bool { return d.flight == 0 }, settleTimeout)
+	wb.nested--
+	if err != nil {
+		d.noteWrite(0, 1, fmt.Errorf("cannot wait for the writes of %q: %w", d.name, err))
+	}
+	if wb.nested == 0 && len(wb.ready) > 0 && !wb.kicked {
+		// Run the hooks from the loop, not inside the caller's Log call.
+		if _, err := wb.ring.Nop(wb.kickH); err == nil {
+			wb.kicked = true
+		}
+	}
 	return d.werr
 }
 
-// noteWrite records the outcome of a deferred write of want bytes.
+// unwrittenBuf returns the buffer of block base when it holds bytes not
+// yet on the device and is no longer the tail buffer; nil otherwise.
+func (d *directFile) unwrittenBuf(base int64) []byte {
+	for _, b := range d.unwritten {
+		if b.base == base {
+			return b.buf
+		}
+	}
+	return nil
+}
+
+// noteWrite records the outcome of a write of want bytes.
 func (d *directFile) noteWrite(n, want int, err error) {
 	if err == nil && n < want {
 		err = io.ErrShortWrite
@@ -221,16 +297,69 @@ func (d *directFile) noteWrite(n, want int, err error) {
 	}
 }
 
-// CheckWrites reports a deferred write of the active segment that failed
-// (BlockCache.FlushWriteBatch) as Append reports a failed write: ErrLogClosed
-// wrapping it, and the log is offline. nil when there was none.
-func (l *Log) CheckWrites() error {
-	if len(l.segs) == 0 {
+// writeMark is an append whose bytes were not all on the device when it
+// returned: its file, where its bytes end in it, and its first offset.
+type writeMark struct {
+	d     *directFile
+	end   int64
+	first int64
+}
+
+// WrittenEndOffset is the offset up to which the log's records are on the
+// device (or in its volatile cache: fdatasync still follows for acks=all):
+// the log end offset, except while ring writes of appends are queued or in
+// flight (direct mode, BlockCache.SetWriteRing), when it is the first
+// offset of the oldest append not yet written. After a failed ring write it
+// stays there. Owner shard only.
+func (l *Log) WrittenEndOffset() int64 {
+	for l.markHead < len(l.marks) {
+		m := &l.marks[l.markHead]
+		if m.d.written < m.end {
+			return min(m.first, l.LogEndOffset())
+		}
+		*m = writeMark{}
+		l.markHead++
+	}
+	l.marks, l.markHead = l.marks[:0], 0
+	return l.LogEndOffset()
+}
+
+// Failure is the I/O error that took the log offline, wrapped with
+// ErrLogClosed as Append returns it; nil while the log is healthy (closed
+// or not).
+func (l *Log) Failure() error {
+	if l.failure == nil {
 		return nil
 	}
-	d, ok := l.active().log.(*directFile)
-	if !ok || d.werr == nil {
-		return nil
+	return fmt.Errorf("%w: %w", ErrLogClosed, l.failure)
+}
+
+// SetWrittenHook sets fn to run on the owner shard whenever
+// WrittenEndOffset may have moved or a ring write of the log failed (the
+// log is then offline: Append returns ErrLogClosed). It never runs inside
+// a call to the log's methods.
+func (l *Log) SetWrittenHook(fn func()) { l.onWritten = fn }
+
+// failWrite takes the log offline after a failed ring write of one of its
+// files (unless it is closed or already offline).
+func (l *Log) failWrite(err error) {
+	if l.failure == nil && !l.closed {
+		_ = l.fail(err)
 	}
-	return l.fail(d.werr)
+}
+
+// noteWritten runs the written hook once a round of d, one of the log's
+// files, has ended (outside any call to the log's methods).
+func (l *Log) noteWritten(d *directFile) {
+	if l.onWritten != nil {
+		l.onWritten()
+	}
+}
+
+// markWrite records an append of the active segment that ends at end and
+// starts at offset first, when its bytes are not all on the device yet.
+func (l *Log) markWrite(s *segment, first int64) {
+	if d, ok := s.log.(*directFile); ok && d.written < d.size {
+		l.marks = append(l.marks, writeMark{d: d, end: d.size, first: first})
+	}
 }

@@ -23,10 +23,10 @@ func segmentOnDisk(t *testing.T, dir string, base int64) []byte {
 	return b
 }
 
-// writeBatchCache returns a cache of capacity bytes with a write ring. It
-// locks the test's goroutine to its thread for the rest of the test: the
-// ring is single-issuer.
-func writeBatchCache(t *testing.T, capacity int64) *BlockCache {
+// writeRingCache returns a cache of capacity bytes with a write ring and
+// the ring. It locks the test's goroutine to its thread for the rest of
+// the test: the ring is single-issuer.
+func writeRingCache(t *testing.T, capacity int64) (*BlockCache, *ioring.Ring) {
 	t.Helper()
 	runtime.LockOSThread()
 	t.Cleanup(runtime.UnlockOSThread)
@@ -37,67 +37,112 @@ func writeBatchCache(t *testing.T, capacity int64) *BlockCache {
 	t.Cleanup(func() { r.Close() })
 	c := NewBlockCache(capacity)
 	c.SetWriteRing(r)
-	return c
+	return c, r
 }
 
-// TestDirectWriteBatch appends to three direct-mode logs sharing one cache
-// inside write batches: the bytes reach the files only at
-// FlushWriteBatch, with several ranges through the ring, a log appended
-// twice in one batch (merged ranges) and rolls inside a batch (flushed
-// first); every log then reads back, on disk and reopened, as appended.
-func TestDirectWriteBatch(t *testing.T) {
-	cache := writeBatchCache(t, 8*DefaultCacheBlockBytes)
+// drainWrites runs the ring until the cache has no ring write in flight.
+func drainWrites(t *testing.T, c *BlockCache, r *ioring.Ring) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for c.WritesInFlight() > 0 || r.Held() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d ring writes still in flight after 30 s", c.WritesInFlight())
+		}
+		if _, err := r.Wait(1, time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.Poll(); err != nil { // a settle's kick
+		t.Fatal(err)
+	}
+}
+
+// TestDirectRingWrites appends to three direct-mode logs that share one
+// cache with a write ring: an append returns with its bytes queued, not on
+// disk, WrittenEndOffset stays at the first unwritten append and the
+// written hook runs as rounds complete; appends made while a round is in
+// flight go out together in the next one; a roll waits for the old
+// segment's writes. Every log then reads back, on disk and reopened, as
+// appended.
+func TestDirectRingWrites(t *testing.T) {
+	cache, ring := writeRingCache(t, 8*DefaultCacheBlockBytes)
 	o := directOptions(t)
 	o.SegmentBytes = 4 << 20
 	o.Cache = cache
 	var dirs []string
 	var logs []*Log
-	for range 3 {
+	hooks := make([]int, 3)
+	for i := range 3 {
 		dir := t.TempDir()
 		dirs = append(dirs, dir)
-		logs = append(logs, mustOpen(t, dir, o))
+		l := mustOpen(t, dir, o)
+		l.SetWrittenHook(func() { hooks[i]++ })
+		logs = append(logs, l)
 	}
 	stored := make([][][]byte, len(logs))
 	deferredSeen := false
 	for round := range 60 {
-		cache.BeginWriteBatch()
-		before := make([]int64, len(logs))
 		for i, l := range logs {
 			if round%17 == 5 && i == 1 {
-				if err := l.Roll(); err != nil { // inside a batch: what is deferred goes first
+				before := hooks[i]
+				if err := l.Roll(); err != nil { // waits for the old segment's writes
 					t.Fatal(err)
 				}
+				if hooks[i] != before {
+					t.Fatal("the written hook ran inside Roll")
+				}
+				segs := l.Segments()
+				old := segs[len(segs)-2]
+				disk := segmentOnDisk(t, dirs[i], old.BaseOffset)
+				if int64(len(disk)) != old.Size {
+					t.Fatalf("rolled segment is %d bytes on disk, %d of data", len(disk), old.Size)
+				}
 			}
-			before[i] = l.Size()
-			reps := 1 + (round+i)%2 // twice in a row: one merged range
+			reps := 1 + (round+i)%2 // twice in a row: queued behind the first
+			var last int64
 			for k := range reps {
+				last = l.LogEndOffset()
 				b := appendN(t, l, 1, 1+(round+k)%5, 100+(round*7919+i*131+k)%60000, int64(round))
 				stored[i] = append(stored[i], b...)
 			}
+			// A roll waits for the old segment's writes; the last append
+			// is not on the device before the ring runs.
+			if w := l.WrittenEndOffset(); w > last {
+				t.Fatalf("round %d log %d: written end %d past the last append %d", round, i, w, last)
+			}
 		}
-		// Nothing of this batch is on disk yet.
 		s := logs[0].Segments()
 		last := s[len(s)-1]
 		disk := segmentOnDisk(t, dirs[0], last.BaseOffset)
-		if before[0] >= 0 && last.Size > before[0] && allZero(disk[before[0]:last.Size]) {
+		if logs[0].WrittenEndOffset() < logs[0].LogEndOffset() && allZero(disk[last.Size-1:last.Size]) {
 			deferredSeen = true
 		}
-		cache.FlushWriteBatch()
+		if round%3 == 2 {
+			// Let appends queue behind rounds in flight: complete one
+			// completion at most, then append again next round.
+			if _, err := ring.Wait(1, time.Second); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		drainWrites(t, cache, ring)
 		for i, l := range logs {
-			if err := l.CheckWrites(); err != nil {
-				t.Fatalf("round %d log %d: %v", round, i, err)
+			if w, leo := l.WrittenEndOffset(), l.LogEndOffset(); w != leo {
+				t.Fatalf("round %d log %d: written end %d after the writes, log end %d", round, i, w, leo)
 			}
 		}
 	}
 	if !deferredSeen {
-		t.Fatal("no batch left its bytes off the disk until the flush")
+		t.Fatal("no append left its bytes off the disk until the ring ran")
 	}
-	st := cache.WriteBatchStats()
-	if st.Batches == 0 || st.RingWrites == 0 || st.Writes < st.Batches {
-		t.Fatalf("write batch stats %+v: want batches with ring writes", st)
+	st := cache.WriteStats()
+	if st.Rounds == 0 || st.RingWrites < st.Rounds || st.Waits == 0 {
+		t.Fatalf("write stats %+v: want rounds of ring writes and a roll's wait", st)
 	}
 	for i, l := range logs {
-		// On disk, segment by segment, without the log.
+		if hooks[i] == 0 {
+			t.Fatalf("log %d: the written hook never ran", i)
+		}
 		var disk []byte
 		for _, s := range l.Segments() {
 			disk = append(disk, segmentOnDisk(t, dirs[i], s.BaseOffset)[:s.Size]...)
@@ -117,87 +162,129 @@ func TestDirectWriteBatch(t *testing.T) {
 	}
 }
 
-// TestDirectWriteBatchFailure: a deferred write that fails is reported by
-// CheckWrites as a failed Append would be (ErrLogClosed wrapping the
-// error), and the log refuses further appends; other logs of the batch
-// keep their writes.
-func TestDirectWriteBatchFailure(t *testing.T) {
-	cache := writeBatchCache(t, 4*DefaultCacheBlockBytes)
+// TestDirectRingQueuesBehindRound: appends to a file whose round is in
+// flight are queued and go out as one round when it completes; the written
+// end offset moves append by append as rounds complete.
+func TestDirectRingQueuesBehindRound(t *testing.T) {
+	cache, ring := writeRingCache(t, 8*DefaultCacheBlockBytes)
+	o := directOptions(t)
+	o.Cache = cache
+	dir := t.TempDir()
+	l := mustOpen(t, dir, o)
+	defer l.Close()
+	appendN(t, l, 1, 2, 300, 0) // round 1 in flight (prepared)
+	firstEnd := l.LogEndOffset()
+	var stored []byte
+	for i := range 5 {
+		stored = append(stored, bytes.Join(appendN(t, l, 1, 1, 200+i, 0), nil)...)
+	}
+	if st := cache.WriteStats(); st.Rounds != 1 {
+		t.Fatalf("%d rounds submitted with one in flight, want 1", st.Rounds)
+	}
+	if w := l.WrittenEndOffset(); w != 0 {
+		t.Fatalf("written end %d before any completion", w)
+	}
+	// Complete round 1: round 2 (the five appends, one range) goes out.
+	for cache.WritesInFlight() > 0 && cache.WriteStats().Rounds == 1 {
+		if _, err := ring.Wait(1, time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w := l.WrittenEndOffset(); w != firstEnd {
+		t.Fatalf("written end %d after round 1, want %d", w, firstEnd)
+	}
+	st := cache.WriteStats()
+	if st.Rounds != 2 || st.Ranges != 2 {
+		t.Fatalf("stats %+v after round 1: want round 2 with the five appends as one range", st)
+	}
+	drainWrites(t, cache, ring)
+	if w := l.WrittenEndOffset(); w != l.LogEndOffset() {
+		t.Fatalf("written end %d, log end %d", w, l.LogEndOffset())
+	}
+	disk := segmentOnDisk(t, dir, 0)
+	if !bytes.Contains(disk, stored) {
+		t.Fatal("the queued appends are not on disk")
+	}
+}
+
+// TestDirectRingWriteFailure: a ring write that fails takes its log
+// offline (Append then returns ErrLogClosed wrapping the cause), the
+// written end offset stays before the failed append, the written hook
+// runs; another log on the same cache keeps writing.
+func TestDirectRingWriteFailure(t *testing.T) {
+	cache, ring := writeRingCache(t, 4*DefaultCacheBlockBytes)
 	o := directOptions(t)
 	o.Cache = cache
 	badDir, goodDir := t.TempDir(), t.TempDir()
-	fs := &faultyFS{failSuffix: logSuffix}
+	fs := &faultyFS{failSuffix: logSuffix, readOnlyFd: true}
 	bad, err := openLog(badDir, o, fs.open)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer bad.Close()
+	hooked := 0
+	bad.SetWrittenHook(func() { hooked++ })
 	good := mustOpen(t, goodDir, o)
 	defer good.Close()
 	appendN(t, bad, 2, 2, 50, 1)
+	drainWrites(t, cache, ring)
+	okEnd := bad.LogEndOffset()
 
-	// One range: written with pwrite, through the faulty file.
-	fs.armed = true
-	cache.BeginWriteBatch()
+	fs.armed = true // ring writes now go to a read-only descriptor: EBADF
 	appendN(t, bad, 1, 2, 50, 2)
-	cache.FlushWriteBatch()
-	if err := bad.CheckWrites(); !errors.Is(err, ErrLogClosed) || !errors.Is(err, syscall.EIO) {
-		t.Fatalf("CheckWrites: %v, want ErrLogClosed wrapping EIO", err)
-	}
-	if _, err := bad.Append(simpleBatch(t, 1, 10, 3), AppendOptions{}); !errors.Is(err, ErrLogClosed) {
-		t.Fatalf("append after a failed deferred write: %v", err)
-	}
-	// The good log in a batch of its own still writes.
-	cache.BeginWriteBatch()
 	want := bytes.Join(appendN(t, good, 3, 2, 5000, 1), nil)
-	cache.FlushWriteBatch()
-	if err := good.CheckWrites(); err != nil {
-		t.Fatal(err)
+	before := hooked
+	drainWrites(t, cache, ring)
+	if hooked == before {
+		t.Fatal("the written hook did not run for the failed write")
+	}
+	if w := bad.WrittenEndOffset(); w != okEnd {
+		t.Fatalf("written end %d after the failed write, want %d", w, okEnd)
+	}
+	if _, err := bad.Append(simpleBatch(t, 1, 10, 3), AppendOptions{}); !errors.Is(err, ErrLogClosed) || !errors.Is(err, syscall.EBADF) {
+		t.Fatalf("append after a failed ring write: %v, want ErrLogClosed wrapping EBADF", err)
+	}
+	if w := good.WrittenEndOffset(); w != good.LogEndOffset() {
+		t.Fatalf("good log: written end %d, log end %d", w, good.LogEndOffset())
 	}
 	if disk := segmentOnDisk(t, goodDir, 0); !bytes.Equal(disk[:len(want)], want) {
 		t.Fatal("the good log's bytes are not on disk")
 	}
 }
 
-// TestDirectWriteBatchSplit: a deferred range that starts in a block the
-// file already holds bytes of, and goes past it, is written through the
-// ring as two writes (that block, then the new blocks), so ext4 can issue
-// it without an io-wq hand-off; a range that starts on a block boundary or
-// stays inside the old block is one write. Each case counts its ring writes
-// and reads back from the disk.
-func TestDirectWriteBatchSplit(t *testing.T) {
-	cache := writeBatchCache(t, 8*DefaultCacheBlockBytes)
+// TestDirectRingWriteSplit: a round whose range starts in a block the file
+// already holds bytes of on the device, and goes past it, is two ring
+// writes (that block, then the new blocks), so ext4 can issue it without an
+// io-wq hand-off; a range that starts on a block boundary or stays inside
+// the old block is one write. Each case counts its ring writes and reads
+// back from the disk.
+func TestDirectRingWriteSplit(t *testing.T) {
+	cache, ring := writeRingCache(t, 8*DefaultCacheBlockBytes)
 	o := directOptions(t)
 	o.Cache = cache
 	dirs := []string{t.TempDir(), t.TempDir()}
 	logs := []*Log{mustOpen(t, dirs[0], o), mustOpen(t, dirs[1], o)}
 	var stored [2][]byte
-	batch := func(valueSize int) WriteBatchStats {
+	step := func(valueSize int) WriteStats {
 		t.Helper()
-		before := cache.WriteBatchStats()
-		cache.BeginWriteBatch()
+		before := cache.WriteStats()
 		for i, l := range logs {
 			stored[i] = append(stored[i], bytes.Join(appendN(t, l, 1, 1, valueSize, 0), nil)...)
 		}
-		cache.FlushWriteBatch()
-		for i, l := range logs {
-			if err := l.CheckWrites(); err != nil {
-				t.Fatalf("log %d: %v", i, err)
-			}
-		}
-		after := cache.WriteBatchStats()
-		return WriteBatchStats{Batches: after.Batches - before.Batches, Writes: after.Writes - before.Writes, RingWrites: after.RingWrites - before.RingWrites}
+		drainWrites(t, cache, ring)
+		after := cache.WriteStats()
+		return WriteStats{Rounds: after.Rounds - before.Rounds, Ranges: after.Ranges - before.Ranges, RingWrites: after.RingWrites - before.RingWrites}
 	}
 	// Empty files: each range starts at 0, one write each.
-	if st := batch(1000); st.Writes != 2 || st.RingWrites != 2 {
-		t.Fatalf("first batch: %+v, want 2 ranges in 2 ring writes", st)
+	if st := step(1000); st.Ranges != 2 || st.RingWrites != 2 {
+		t.Fatalf("first appends: %+v, want 2 ranges in 2 ring writes", st)
 	}
 	// Still inside the first block: one write each.
-	if st := batch(500); st.Writes != 2 || st.RingWrites != 2 {
+	if st := step(500); st.Ranges != 2 || st.RingWrites != 2 {
 		t.Fatalf("inside the old block: %+v, want 2 ranges in 2 ring writes", st)
 	}
 	// From the partly written block into new ones: two writes each.
-	if st := batch(20000); st.Writes != 2 || st.RingWrites != 4 {
+	if st := step(20000); st.Ranges != 2 || st.RingWrites != 4 {
 		t.Fatalf("past the old block: %+v, want 2 ranges in 4 ring writes", st)
 	}
 	for i, l := range logs {
@@ -212,14 +299,88 @@ func TestDirectWriteBatchSplit(t *testing.T) {
 	}
 }
 
+// TestDirectRingSettleHoldsOtherCompletions: while a roll waits for its
+// segment's writes, a completion of another op is held (its handler does
+// not run inside Roll) and dispatched by the next Poll; the written hooks
+// of the writes completed during the wait also run from that Poll.
+func TestDirectRingSettleHoldsOtherCompletions(t *testing.T) {
+	cache, ring := writeRingCache(t, 8*DefaultCacheBlockBytes)
+	o := directOptions(t)
+	o.Cache = cache
+	l := mustOpen(t, t.TempDir(), o)
+	defer l.Close()
+	hooked := 0
+	l.SetWrittenHook(func() { hooked++ })
+	appendN(t, l, 4, 3, 3000, 0)
+	nopRan := false
+	if _, err := ring.Nop(ioring.HandlerFunc(func(ioring.CQE) { nopRan = true })); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	if nopRan || hooked != 0 {
+		t.Fatalf("inside Roll: NOP handler ran %v, written hook ran %d times", nopRan, hooked)
+	}
+	if ring.Held() == 0 {
+		t.Fatal("no completion held by the roll's wait")
+	}
+	if w := l.WrittenEndOffset(); w != l.LogEndOffset() {
+		t.Fatalf("written end %d after the roll, log end %d", w, l.LogEndOffset())
+	}
+	if _, err := ring.Poll(); err != nil {
+		t.Fatal(err)
+	}
+	if !nopRan || hooked == 0 || ring.Held() != 0 {
+		t.Fatalf("after Poll: NOP ran %v, hook ran %d times, %d held", nopRan, hooked, ring.Held())
+	}
+}
+
+// TestDirectRingReadsUnwrittenFromMemory: blocks filled and evicted from a
+// small cache before their writes complete are read from memory, never
+// from the disk (which still holds zeros there), and Prefetch lists none
+// of them.
+func TestDirectRingReadsUnwrittenFromMemory(t *testing.T) {
+	cache, ring := writeRingCache(t, 2*DefaultCacheBlockBytes)
+	o := directOptions(t)
+	o.Cache = cache
+	l := mustOpen(t, t.TempDir(), o)
+	defer l.Close()
+	// Keep one round in flight's worth of appends queued: nothing is
+	// submitted to the kernel until the ring is entered.
+	var stored []byte
+	for i := range 60 { // ~4.2 MiB: the first blocks are evicted, unwritten
+		stored = append(stored, bytes.Join(appendN(t, l, 1, 7, 10000+i, int64(i)), nil)...)
+	}
+	if st := cache.Stats(); st.Evictions == 0 {
+		t.Fatalf("cache stats %+v: want evictions", st)
+	}
+	var pf BlockPrefetch
+	pf.Begin(cache)
+	if l.Prefetch(&pf, 0, 4<<20); pf.Pending() != 0 {
+		t.Fatalf("Prefetch listed %d unwritten blocks", pf.Pending())
+	}
+	res, err := l.Read(0, 8<<20, 1<<62, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readChunks(t, res); !bytes.Equal(got, stored) {
+		t.Fatalf("read %d bytes before the writes completed; they differ from the %d appended", len(got), len(stored))
+	}
+	drainWrites(t, cache, ring)
+	res, err = l.Read(0, 8<<20, 1<<62, true)
+	if err != nil || !bytes.Equal(readChunks(t, res), stored) {
+		t.Fatalf("read after the writes differs: %v", err)
+	}
+}
+
 // TestDirectPrefetch: blocks a read would miss are listed by Prefetch, read
 // through the ring by Start and put into the cache, so the read that
 // follows misses nothing and returns the appended bytes; a block whose file
 // is forgotten (retention, the cleaner) while its read is in flight is not
 // cached.
 func TestDirectPrefetch(t *testing.T) {
-	cache := writeBatchCache(t, 4*DefaultCacheBlockBytes)
-	ring := cache.wb.ring
+	cache, ring := writeRingCache(t, 4*DefaultCacheBlockBytes)
 	cache.SetWriteRing(nil) // plain pwrites; the ring serves the reads
 	o := directOptions(t)
 	o.Cache = cache

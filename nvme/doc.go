@@ -17,8 +17,8 @@
 // fault-injecting implementation replaces), direct.go (log.io.mode=direct:
 // O_DIRECT segment files with an aligned tail buffer), cache.go (the
 // per-shard BlockCache of aligned buffers that direct-mode fetches send
-// from), direct_batch.go (segment writes of a produce batched through a
-// ring), direct_prefetch.go (the blocks a fetch would miss, read through a
+// from), direct_ring.go (segment writes through the
+// shard's ring, one round in flight per file, and the written end offset), direct_prefetch.go (the blocks a fetch would miss, read through a
 // ring first), prealloc.go (fallocate to segment.bytes, trim at roll and close,
 // zeros after the data end recovery's scan), device.go (sysfs and statx
 // facts of the data directory's device, O_DIRECT probe), faultinject.go,

@@ -17,12 +17,26 @@ type faultyFS struct {
 	armed      bool
 	failSuffix string
 	partial    int
+	// readOnlyFd: once armed, OSFile hands out a read-only descriptor of
+	// the file, so ring writes through it fail with EBADF.
+	readOnlyFd bool
 }
 
 type faultyFile struct {
 	file
 	fs   *faultyFS
 	name string
+	ro   *os.File
+}
+
+func (f *faultyFile) OSFile() *os.File {
+	if f.fs.armed && f.fs.readOnlyFd && strings.HasSuffix(f.name, f.fs.failSuffix) {
+		if f.ro == nil {
+			f.ro, _ = os.Open(f.name)
+		}
+		return f.ro
+	}
+	return f.file.OSFile()
 }
 
 func (fs *faultyFS) open(path string, flag int, perm os.FileMode) (file, error) {

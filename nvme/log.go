@@ -35,6 +35,12 @@ type Log struct {
 	txn       txnState              // open transactions and aborted ones (txnindex.go)
 	hdr       [BatchHeaderSize]byte // scratch for batch headers
 	scratch   []byte                // scratch for index entries
+
+	// Ring writes (direct_ring.go): appends not yet all on the device,
+	// oldest first from markHead, and the hook run when they are.
+	marks     []writeMark
+	markHead  int
+	onWritten func()
 }
 
 // Open opens or creates the partition log in dir (created if missing) and
@@ -220,6 +226,7 @@ func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
 		return AppendInfo{}, l.fail(err)
 	}
 	info.LastOffset = s.next - 1
+	l.markWrite(s, info.FirstOffset)
 	if ph.ProducerID >= 0 {
 		ph.MaxTimestamp = int64(be.Uint64(records[offMaxTimestamp:]))
 		l.txnAppend(ph, records, info.FirstOffset, s.next)

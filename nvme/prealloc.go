@@ -32,7 +32,12 @@ func (o osFile) Allocate(n int64) error { return fallocate(o.f, n) }
 // openSegFile opens a segment .log in the log's mode.
 func (l *Log) openSegFile(path string, flag int) (file, error) {
 	if l.sf.direct {
-		return openDirect(l.open, path, flag, 0o644, l.sf.cache, l.sf.align)
+		d, err := openDirect(l.open, path, flag, 0o644, l.sf.cache, l.sf.align)
+		if err != nil {
+			return nil, err
+		}
+		d.owner = l
+		return d, nil
 	}
 	return l.open(path, flag, 0o644)
 }
