@@ -90,24 +90,27 @@ func listOffset(part *partition, in kmsg.ListOffsetsRequestTopicPartition, isola
 		}
 	}
 	out.LeaderEpoch = part.epoch
-	hw := part.highWatermark()
+	// The last offset a consumer of this isolation level may read, plus
+	// one: an offset found by timestamp at or past it is not answered, as
+	// Kafka filters them.
+	bound := part.highWatermark()
+	if isolation == 1 {
+		bound = min(bound, part.log.LastStableOffset())
+	}
 	switch in.Timestamp {
 	case -2, -4:
 		out.Offset = part.log.LogStartOffset()
 	case -1:
-		out.Offset = hw
-		if isolation == 1 {
-			out.Offset = min(hw, part.log.LastStableOffset())
-		}
+		out.Offset = bound
 	case -3:
 		ts, off := part.log.MaxTimestamp()
 		out.Timestamp, out.Offset = ts, off
-		if off < 0 {
+		if off < 0 || off >= bound {
 			out.Timestamp, out.Offset = -1, -1
 		}
 	default:
 		off, ts, ok := part.log.OffsetForTimestamp(in.Timestamp)
-		if ok && off < hw {
+		if ok && off < bound {
 			out.Offset, out.Timestamp = off, ts
 		} else {
 			out.Offset, out.Timestamp = -1, -1

@@ -215,17 +215,26 @@ func (p *partition) appendFor(records []byte, acks int16, done func(produceResul
 // writing them, in which case onWritten runs it. A duplicate waits for the
 // original's bytes.
 func (p *partition) whenWritten(info nvme.AppendInfo, err error, acks int16, done func(produceResult), w *produceWait) {
-	if err != nil || p.log.WrittenEndOffset() > info.LastOffset {
-		p.afterAppend(info, err, acks, done, w)
-		return
+	if err == nil && p.log.WrittenEndOffset() <= info.LastOffset {
+		if err = p.log.Failure(); err == nil {
+			if p.writesHead > 0 && p.writesHead >= len(p.writes)/2 {
+				// Under steady load the queue never empties: move what
+				// is left down rather than grow the array forever.
+				n := copy(p.writes, p.writes[p.writesHead:])
+				clear(p.writes[n:])
+				p.writes, p.writesHead = p.writes[:n], 0
+			}
+			p.writes = append(p.writes, appendWait{end: info.LastOffset + 1, info: info, acks: acks, done: done, w: w})
+			return
+		}
 	}
-	p.writes = append(p.writes, appendWait{end: info.LastOffset + 1, info: info, acks: acks, done: done, w: w})
+	p.afterAppend(info, err, acks, done, w)
 }
 
 // onWritten is the log's written hook (nvme.Log.SetWrittenHook): it runs
 // afterAppend for the appends now written, in order, and, when a ring write
 // failed, answers the rest with the log's error (KAFKA_STORAGE_ERROR) and
-// takes the partition offline. It also runs when the partition closes.
+// takes the partition offline.
 func (p *partition) onWritten() {
 	if p.log == nil {
 		return
@@ -251,6 +260,28 @@ func (p *partition) onWritten() {
 	if failed != nil {
 		p.goOffline(failed)
 	}
+}
+
+// answerWritesAtClose answers the appends still waiting for their writes
+// when the log has closed: Close waited for them and fdatasynced the
+// segment, so those now written are answered as stored (the log's sync
+// covered acks=-1), the rest, and all of them when Close failed, with
+// KAFKA_STORAGE_ERROR. They are not published: the partition is gone.
+func (p *partition) answerWritesAtClose(closeErr error) {
+	end := p.log.WrittenEndOffset()
+	for _, x := range p.writes[p.writesHead:] {
+		res := produceResult{baseOffset: x.info.FirstOffset, logAppendTime: x.info.LogAppendTime, logStartOffset: p.log.LogStartOffset()}
+		if x.end > end || closeErr != nil {
+			err := closeErr
+			if err == nil {
+				err = nvme.ErrLogClosed
+			}
+			res = produceResult{err: fmt.Errorf("%w: %v", kerr.KafkaStorageError, err), baseOffset: -1, logAppendTime: -1, logStartOffset: -1}
+		}
+		x.done(res)
+	}
+	clear(p.writes)
+	p.writes, p.writesHead = p.writes[:0], 0
 }
 
 // appendLog appends records to the log; an offline partition refuses with
@@ -397,7 +428,7 @@ func (p *partition) close() error {
 	var err error
 	if p.log != nil {
 		err = p.log.Close() // waits for its ring writes
-		p.onWritten()
+		p.answerWritesAtClose(err)
 		p.log = nil
 	}
 	p.wakeWaiters() // publishes the view as not open first

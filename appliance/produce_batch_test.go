@@ -14,6 +14,7 @@ import (
 	"github.com/ringbroker/ringbroker/ioring"
 	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestUringDirectRingWrites produces to 8 partitions over 2 uring shards
@@ -170,4 +171,41 @@ func TestUringDirectAckIsOnDisk(t *testing.T) {
 		next++
 		return next - 1
 	})
+}
+
+// TestUringDirectCloseAnswersPendingAppends: an acks=-1 append whose ring
+// write has not completed when its partition closes (a topic deleted, the
+// broker stopping) is answered once Close has written and fdatasynced it,
+// without a crash (the committer used to get the closed log's nil file).
+func TestUringDirectCloseAnswersPendingAppends(t *testing.T) {
+	b := uringDirectBroker(t, map[string]string{"num.partitions": "1"})
+	ti, err := b.createTopic(TopicSpec{Name: "closing", Partitions: 1, ReplicationFactor: 1}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := b.shardFor(ti.Partitions[0])
+	got := make(chan produceResult, 2)
+	st.loop.Call(func() {
+		part := st.parts[tpKey{ti.ID, 0}]
+		for _, acks := range []int16{-1, 1} {
+			batch := appendBatch(nil, time.Now().UnixMilli(), 0, -1, -1, -1, []kmsg.Record{{Value: []byte("x")}})
+			part.append(batch, acks, func(r produceResult) { got <- r })
+		}
+		if len(part.writes) != 2 {
+			t.Errorf("%d appends waiting for their writes, want 2", len(part.writes))
+		}
+		if err := part.close(); err != nil {
+			t.Error(err)
+		}
+	})
+	for i := range 2 {
+		select {
+		case r := <-got:
+			if r.err != nil || r.baseOffset != int64(i) {
+				t.Fatalf("answer %d: %+v, want offset %d written by Close", i, r, i)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("answer %d never came", i)
+		}
+	}
 }

@@ -209,9 +209,12 @@ func (r *Ring) Reap() int {
 		}
 		atomic.StoreUint32(r.cqKHead, head+n)
 		r.stats.Completions += uint64(n)
+		r.batchLen = n
 		for i := uint32(0); i < n; i++ {
+			r.batchNext = i + 1 // a WaitFor in this handler looks past it
 			r.dispatch(r.batch[i])
 		}
+		r.batchLen, r.batchNext = 0, 0
 		total += int(n)
 	}
 }

@@ -132,8 +132,11 @@ type Ring struct {
 	batch []CQE // reaped CQEs copied out so the CQ head advances once per batch
 
 	// WaitFor (waitfor.go): the CQEs it holds for the next Reap, the
-	// buffer they swap with while dispatched, and its own copy-out batch.
+	// buffer they swap with while dispatched, and its own copy-out batch;
+	// the part of Reap's batch not yet dispatched (batch[batchNext:batchLen]).
 	held, heldSpare, urgentBatch []CQE
+	batchNext, batchLen          uint32
+	urgentDepth                  int
 
 	// Arguments of io_uring_enter, kept on the heap so their addresses are
 	// stable while the kernel reads them.

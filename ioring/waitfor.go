@@ -25,7 +25,8 @@ import (
 var ErrWaitTimeout = errors.New("ioring: nested wait timed out")
 
 // Urgent is a Handler that WaitFor may run while it waits: its Complete
-// touches only the state of its own op and of whoever waits for it.
+// touches only the state of its own op and of whoever waits for it, and
+// does not call WaitFor.
 type Urgent interface {
 	Handler
 	// Urgent marks the handler; it is never called.
@@ -48,6 +49,7 @@ func (r *Ring) WaitFor(done func() bool, timeout time.Duration) error {
 		}
 		deadline = time.Now().Add(timeout)
 	}
+	r.urgentFromBatch()
 	for !done() {
 		if r.closed {
 			return ErrClosed
@@ -91,10 +93,29 @@ func (r *Ring) WaitFor(done func() bool, timeout time.Duration) error {
 	return nil
 }
 
+// urgentFromBatch dispatches the Urgent CQEs that Reap copied out of the
+// CQ and has not dispatched yet, when WaitFor runs inside one of Reap's
+// handlers: the op waited for may have completed in the same batch. Their
+// user_data is zeroed there, so Reap skips them.
+func (r *Ring) urgentFromBatch() {
+	if !r.reaping {
+		return
+	}
+	for j := r.batchNext; j < r.batchLen; j++ {
+		c := r.batch[j]
+		if c.UserData != 0 && r.isUrgent(c) {
+			r.batch[j].UserData = 0
+			r.dispatch(c)
+		}
+	}
+}
+
 // reapUrgent copies every CQE available out of the CQ (flushing an
 // overflowed CQ as Reap does), dispatches those of Urgent handlers and
 // appends the others to r.held.
 func (r *Ring) reapUrgent() {
+	r.urgentDepth++
+	defer func() { r.urgentDepth-- }()
 	for {
 		tail := atomic.LoadUint32(r.cqKTail)
 		head := *r.cqKHead
@@ -115,11 +136,15 @@ func (r *Ring) reapUrgent() {
 		if n > uint32(len(r.batch)) {
 			n = uint32(len(r.batch))
 		}
-		// r.batch may be in use by an outer Reap: copy into our own.
+		// r.batch may be in use by an outer Reap: copy into our own
+		// (a fresh one should an Urgent handler wait after all).
 		if cap(r.urgentBatch) < int(n) {
 			r.urgentBatch = make([]CQE, len(r.batch))
 		}
 		b := r.urgentBatch[:n]
+		if r.urgentDepth > 1 {
+			b = make([]CQE, n)
+		}
 		for i := uint32(0); i < n; i++ {
 			b[i] = r.cqes[(head+i)&r.cqMask]
 		}

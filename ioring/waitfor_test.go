@@ -103,3 +103,37 @@ func TestWaitForTimeout(t *testing.T) {
 		t.Fatalf("timed out after %v, want ~30ms", d)
 	}
 }
+
+// TestWaitForSeesUrgentInReapBatch: a handler waits for an urgent op that
+// completed in the same Reap batch, after the handler's own CQE; WaitFor
+// dispatches it from the batch at once instead of waiting on the CQ, and
+// Reap does not dispatch it a second time.
+func TestWaitForSeesUrgentInReapBatch(t *testing.T) {
+	r := newRing(t, Options{Entries: 16})
+	u := &urgentRec{}
+	var waitErr error
+	var took time.Duration
+	ran := false
+	outer := HandlerFunc(func(CQE) {
+		ran = true
+		start := time.Now()
+		waitErr = r.WaitFor(u.done, 2*time.Second)
+		took = time.Since(start)
+	})
+	if _, err := r.Nop(outer); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Nop(u); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, r, func() bool { return ran && u.done() })
+	if waitErr != nil || took > time.Second {
+		t.Fatalf("WaitFor in a handler: %v after %v; the urgent CQE was already reaped", waitErr, took)
+	}
+	if _, err := r.Poll(); err != nil {
+		t.Fatal(err)
+	}
+	if len(u.cqes) != 1 {
+		t.Fatalf("urgent op got %d CQEs, want 1", len(u.cqes))
+	}
+}

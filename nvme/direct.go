@@ -81,10 +81,17 @@ func (d *directFile) OSFile() *os.File     { return d.raw.OSFile() }
 func (d *directFile) Datasync() error      { return d.raw.Datasync() }
 func (d *directFile) Size() (int64, error) { return d.size, nil }
 
-// Close closes the descriptor. Blocks stay in the cache until evicted or
-// dropped by forget (Close may run on a timer goroutine, which must not
-// touch the cache).
-func (d *directFile) Close() error { return d.raw.Close() }
+// Close closes the descriptor, after waiting for the file's ring writes
+// (a ring write prepared but not yet submitted names the descriptor by
+// number, which a later open could reuse). Blocks stay in the cache until
+// evicted or dropped by forget (Close may run on a timer goroutine for a
+// retired segment, which has no writes, and must not touch the cache).
+func (d *directFile) Close() error {
+	if d.flight > 0 || len(d.queued) > 0 {
+		_ = d.settle()
+	}
+	return d.raw.Close()
+}
 
 // forget drops the file's blocks from the cache (owner shard only).
 func (d *directFile) forget() {
@@ -210,6 +217,9 @@ func (d *directFile) WriteAt(p []byte, off int64) (int, error) {
 		}
 	}
 	d.submit()
+	if d.werr != nil { // the ring refused and the pwrite in its place failed
+		return written, d.werr
+	}
 	return written, nil
 }
 

@@ -79,7 +79,7 @@ func (w *writePart) Complete(cq ioring.CQE) {
 	d.flight--
 	d.cache.wb.flight--
 	if d.flight == 0 {
-		d.finishRound()
+		d.finishRound(true)
 	}
 }
 
@@ -112,6 +112,7 @@ type WriteStats struct {
 	Ranges     uint64 // queued ranges they wrote
 	RingWrites uint64 // ring writes (a range that starts in a written block takes two)
 	Waits      uint64 // settles that waited for a round (roll, close, truncate)
+	Pwrites    uint64 // parts written with pwrite(2) because the ring refused them
 }
 
 // settleTimeout bounds a settle's wait for the device. A write that takes
@@ -183,8 +184,14 @@ func (d *directFile) submit() {
 	for i := range d.parts {
 		w := &d.parts[i]
 		if _, err := wb.ring.Write(fd, w.buf, w.off, false, w); err != nil {
-			d.noteWrite(0, len(w.buf), fmt.Errorf("cannot queue io_uring write: %w", err))
+			// The ring refused (its SQ full even after a submit, a
+			// submit error, the ring closing): write it here instead.
+			// The parts of a round are of different blocks, so this
+			// overlaps no write in flight.
+			n, err := d.raw.WriteAt(w.buf, w.off)
+			d.noteWrite(n, len(w.buf), err)
 			w.buf = nil
+			wb.stats.Pwrites++
 			continue
 		}
 		d.flight++
@@ -192,15 +199,17 @@ func (d *directFile) submit() {
 		wb.stats.RingWrites++
 	}
 	if d.flight == 0 {
-		d.finishRound()
+		d.finishRound(false)
 	}
 }
 
 // finishRound runs when a round's last write has completed: the file's
 // written end moves to where the round ended, or, when a write failed, its
 // log goes offline at once (later appends fail); its owner's hook is due,
-// and what was queued meanwhile goes out.
-func (d *directFile) finishRound() {
+// and what was queued meanwhile goes out. Only a completion (fromRing) may
+// run the due hooks at once; a round that ended inside submit (written
+// with pwrite) is inside a Log call, so its hooks wait for a kick.
+func (d *directFile) finishRound(fromRing bool) {
 	if d.werr != nil && d.owner != nil {
 		d.owner.failWrite(d.werr)
 	}
@@ -215,13 +224,14 @@ func (d *directFile) finishRound() {
 		clear(d.unwritten[len(keep):])
 		d.unwritten = keep
 	}
-	d.cache.wb.due(d)
+	d.cache.wb.due(d, fromRing)
 	d.submit()
 }
 
-// due marks d's owner's written hook as due and runs the due hooks, unless
-// a settle is waiting (then the settle's kick runs them).
-func (wb *writeQueue) due(d *directFile) {
+// due marks d's owner's written hook as due. It runs the due hooks at once
+// when called from a completion outside a settle's wait (now), else leaves
+// them to a kick: a NOP whose completion runs them from the loop.
+func (wb *writeQueue) due(d *directFile, now bool) {
 	if d.owner == nil {
 		return
 	}
@@ -229,16 +239,32 @@ func (wb *writeQueue) due(d *directFile) {
 		d.hookDue = true
 		wb.ready = append(wb.ready, d)
 	}
-	if wb.nested == 0 {
+	if now && wb.nested == 0 {
 		wb.runReady()
+		return
+	}
+	if wb.nested == 0 {
+		wb.kick()
 	}
 }
 
-// runReady runs the due written hooks.
+// kick puts a NOP on the ring whose completion runs the due hooks (once).
+func (wb *writeQueue) kick() {
+	if wb.kicked || len(wb.ready) == 0 || wb.ring == nil {
+		return
+	}
+	if _, err := wb.ring.Nop(wb.kickH); err == nil {
+		wb.kicked = true
+	}
+}
+
+// runReady runs the due written hooks. A hook that makes more due (it
+// cannot run them itself: hooks run from completions only) adds them to a
+// fresh list, run in the next pass.
 func (wb *writeQueue) runReady() {
 	for len(wb.ready) > 0 {
 		list := wb.ready
-		wb.ready = wb.spare[:0]
+		wb.ready, wb.spare = wb.spare[:0], nil
 		for i, d := range list {
 			list[i] = nil
 			d.hookDue = false
@@ -266,12 +292,12 @@ func (d *directFile) settle() error {
 	wb.nested--
 	if err != nil {
 		d.noteWrite(0, 1, fmt.Errorf("cannot wait for the writes of %q: %w", d.name, err))
-	}
-	if wb.nested == 0 && len(wb.ready) > 0 && !wb.kicked {
-		// Run the hooks from the loop, not inside the caller's Log call.
-		if _, err := wb.ring.Nop(wb.kickH); err == nil {
-			wb.kicked = true
+		if d.owner != nil {
+			d.owner.failWrite(d.werr)
 		}
+	}
+	if wb.nested == 0 {
+		wb.kick() // the hooks of what completed meanwhile, from the loop
 	}
 	return d.werr
 }
@@ -359,7 +385,16 @@ func (l *Log) noteWritten(d *directFile) {
 // markWrite records an append of the active segment that ends at end and
 // starts at offset first, when its bytes are not all on the device yet.
 func (l *Log) markWrite(s *segment, first int64) {
-	if d, ok := s.log.(*directFile); ok && d.written < d.size {
-		l.marks = append(l.marks, writeMark{d: d, end: d.size, first: first})
+	d, ok := s.log.(*directFile)
+	if !ok || d.written >= d.size {
+		return
 	}
+	if l.markHead > 0 && l.markHead >= len(l.marks)/2 {
+		// Under steady load the FIFO never empties: move what is left
+		// down rather than grow the array forever.
+		n := copy(l.marks, l.marks[l.markHead:])
+		clear(l.marks[n:])
+		l.marks, l.markHead = l.marks[:n], 0
+	}
+	l.marks = append(l.marks, writeMark{d: d, end: d.size, first: first})
 }

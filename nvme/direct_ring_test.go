@@ -443,3 +443,77 @@ func TestDirectPrefetch(t *testing.T) {
 		}
 	}
 }
+
+// TestDirectRingRefusedWritesByPwrite: with the ring closed (a shard
+// stopping), appends are written with pwrite in its place: Append succeeds
+// with its bytes on disk and the written end at the log end, and the
+// written hook does not run inside Append. When that pwrite fails as well,
+// Append fails with ErrLogClosed and the log is offline.
+func TestDirectRingRefusedWritesByPwrite(t *testing.T) {
+	cache, ring := writeRingCache(t, 8*DefaultCacheBlockBytes)
+	o := directOptions(t)
+	o.Cache = cache
+	dir := t.TempDir()
+	fs := &faultyFS{failSuffix: logSuffix}
+	l, err := openLog(dir, o, fs.open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	inAppend, hookInside := false, false
+	l.SetWrittenHook(func() { hookInside = hookInside || inAppend })
+	ring.Close()
+	inAppend = true
+	want := bytes.Join(appendN(t, l, 3, 2, 700, 0), nil)
+	inAppend = false
+	if hookInside {
+		t.Fatal("the written hook ran inside Append")
+	}
+	if w := l.WrittenEndOffset(); w != l.LogEndOffset() || l.Failure() != nil {
+		t.Fatalf("written end %d, log end %d, failure %v", w, l.LogEndOffset(), l.Failure())
+	}
+	if st := cache.WriteStats(); st.Pwrites == 0 {
+		t.Fatalf("stats %+v: want pwrites in place of ring writes", st)
+	}
+	if disk := segmentOnDisk(t, dir, 0); !bytes.Equal(disk[:len(want)], want) {
+		t.Fatal("the bytes are not on disk")
+	}
+	fs.armed = true
+	if _, err := l.Append(simpleBatch(t, 1, 10, 3), AppendOptions{}); !errors.Is(err, ErrLogClosed) || !errors.Is(err, syscall.EIO) {
+		t.Fatalf("append whose pwrite fails: %v, want ErrLogClosed wrapping EIO", err)
+	}
+	if l.Failure() == nil {
+		t.Fatal("the log is not offline")
+	}
+}
+
+// TestDirectRingMarksBounded: under a steady stream, where an append is
+// always queued behind the round in flight and the written end never
+// catches up with the log end, the FIFO of unwritten appends stays small.
+func TestDirectRingMarksBounded(t *testing.T) {
+	cache, ring := writeRingCache(t, 64*DefaultCacheBlockBytes)
+	o := directOptions(t)
+	o.Cache = cache
+	l := mustOpen(t, t.TempDir(), o)
+	defer l.Close()
+	behind := 0
+	for i := range 3000 {
+		appendN(t, l, 1, 1, 100, 0)
+		if _, err := ring.Wait(0, time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		if l.WrittenEndOffset() < l.LogEndOffset() {
+			behind++
+		}
+		if i > 100 && cap(l.marks) > 512 {
+			t.Fatalf("after %d appends the marks hold %d (cap %d, head %d)", i+1, len(l.marks), cap(l.marks), l.markHead)
+		}
+	}
+	if behind < 1000 {
+		t.Fatalf("the written end caught up with the log end after %d of 3000 appends: no steady stream", 3000-behind)
+	}
+	drainWrites(t, cache, ring)
+	if w := l.WrittenEndOffset(); w != l.LogEndOffset() {
+		t.Fatalf("written end %d, log end %d", w, l.LogEndOffset())
+	}
+}

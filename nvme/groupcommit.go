@@ -60,9 +60,13 @@ func newGroupCommitter(logger *slog.Logger, sync func(*os.File) error) *GroupCom
 }
 
 // Sync queues an fdatasync of f; done is called once with its result, on the
-// committer goroutine. Safe from any goroutine. After Close, done is called
-// at once with ErrLogClosed.
+// committer goroutine. Safe from any goroutine. After Close, or for a nil f
+// (a closed log's SyncTarget), done is called at once with ErrLogClosed.
 func (g *GroupCommitter) Sync(f *os.File, done func(error)) {
+	if f == nil { // a closed log's SyncTarget
+		done(ErrLogClosed)
+		return
+	}
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()

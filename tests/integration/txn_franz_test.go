@@ -135,6 +135,31 @@ func TestTxnFranzCommitAbort(t *testing.T) {
 	if c0.Offset != e0.Offset-1 {
 		t.Fatalf("partition 0: read_committed end %d, want log end %d - 1 (open transaction)", c0.Offset, e0.Offset)
 	}
+	// The newest record (max timestamp, KIP-734) is the open one: a
+	// read_committed ListOffsets does not answer it, as Kafka filters
+	// offsets past the last stable offset; read_uncommitted does.
+	for _, iso := range []int8{0, 1} {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.Version, req.IsolationLevel = 7, iso
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp = 0, -3
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, newClient(t, b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := resp.Topics[0].Partitions[0]
+		want := e0.Offset - 1
+		if iso == 1 {
+			want = -1
+		}
+		if got.ErrorCode != 0 || got.Offset != want {
+			t.Fatalf("ListOffsets max timestamp, isolation %d: offset %d, error %d; want %d", iso, got.Offset, got.ErrorCode, want)
+		}
+	}
 	txs, err := adm.DescribeTransactions(ctx, "tx-basic")
 	if err != nil {
 		t.Fatal(err)
