@@ -338,13 +338,19 @@ func (m *brokerMetrics) writeShardMetrics(w io.Writer) {
 		prefetches uint64
 		gc         nvme.GroupCommitStats
 		cache      nvme.CacheStats // direct mode's block cache
+		writes     nvme.WriteStats // its ring writes (uring engine)
+		inFlight   int
 	}
 	shardStats := make([]shardStat, len(b.shards))
 	for i, st := range b.shards {
 		tasks, busy := st.loop.Stats()
 		shardStats[i] = shardStat{tasks: tasks, busy: busy, depth: st.loop.QueueDepth(), fetchReads: st.fetchReads.Load(), prefetches: st.fetchPrefetches.Load(), gc: st.committer.Stats()}
 		if st.cache != nil {
-			st.loop.Call(func() { shardStats[i].cache = st.cache.Stats() })
+			st.loop.Call(func() {
+				shardStats[i].cache = st.cache.Stats()
+				shardStats[i].writes = st.cache.WriteStats()
+				shardStats[i].inFlight = st.cache.WritesInFlight()
+			})
 		}
 	}
 	for _, f := range []struct {
@@ -361,6 +367,11 @@ func (m *brokerMetrics) writeShardMetrics(w io.Writer) {
 		{"ringbroker_log_cache_read_bytes_total", func(s shardStat) float64 { return float64(s.cache.ReadBytes) }},
 		{"ringbroker_log_cache_ring_reads_total", func(s shardStat) float64 { return float64(s.cache.AsyncReads) }},
 		{"ringbroker_log_cache_evictions_total", func(s shardStat) float64 { return float64(s.cache.Evictions) }},
+		{"ringbroker_log_ring_write_rounds_total", func(s shardStat) float64 { return float64(s.writes.Rounds) }},
+		{"ringbroker_log_ring_writes_total", func(s shardStat) float64 { return float64(s.writes.RingWrites) }},
+		{"ringbroker_log_ring_writes_in_flight", func(s shardStat) float64 { return float64(s.inFlight) }},
+		{"ringbroker_log_ring_write_waits_total", func(s shardStat) float64 { return float64(s.writes.Waits) }},
+		{"ringbroker_log_ring_write_pwrites_total", func(s shardStat) float64 { return float64(s.writes.Pwrites) }},
 		{"ringbroker_log_flush_windows_total", func(s shardStat) float64 { return float64(s.gc.Flushes) }},
 		{"ringbroker_log_fsyncs_total", func(s shardStat) float64 { return float64(s.gc.Syncs) }},
 		{"ringbroker_log_fsync_requests_total", func(s shardStat) float64 { return float64(s.gc.Requests) }},

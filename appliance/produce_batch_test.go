@@ -52,6 +52,18 @@ func TestUringDirectRingWrites(t *testing.T) {
 			if batch == "false" && st.Rounds != 0 {
 				t.Fatalf("ring write stats %+v with io.uring.direct.write.batch=false", st)
 			}
+			var scrape bytes.Buffer
+			b.metrics.writeShardMetrics(&scrape)
+			if n := strings.Count(scrape.String(), "ringbroker_log_ring_writes_total{"); n != len(b.shards) {
+				t.Fatalf("%d ringbroker_log_ring_writes_total series, want one per shard (%d)", n, len(b.shards))
+			}
+			if batch == "true" && !strings.Contains(scrape.String(), fmt.Sprintf("ringbroker_log_ring_write_rounds_total{shard=\"0\"} %d\n", func() uint64 {
+				var x nvme.WriteStats
+				b.shards[0].loop.Call(func() { x = b.shards[0].cache.WriteStats() })
+				return x.Rounds
+			}())) {
+				t.Fatalf("scrape does not show shard 0's rounds:\n%s", scrape.String())
+			}
 			t.Logf("ring write stats %+v", st)
 		})
 	}

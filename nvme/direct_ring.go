@@ -134,9 +134,6 @@ func (c *BlockCache) SetWriteRing(r *ioring.Ring) {
 	}
 }
 
-// WritesThroughRing reports whether the cache has a write ring.
-func (c *BlockCache) WritesThroughRing() bool { return c != nil && c.wb.ring != nil }
-
 // WriteStats returns the cache's ring-write counters (owner shard).
 func (c *BlockCache) WriteStats() WriteStats { return c.wb.stats }
 
