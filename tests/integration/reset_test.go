@@ -30,15 +30,20 @@ func TestConnResetMidRequest(t *testing.T) {
 	stop := make(chan struct{})
 	var resets atomic.Int64
 	var wg sync.WaitGroup
+	// Each peer resets at most maxResets connections, one every
+	// resetPause: unbounded, on 2 loaded cores (CI runs four passes side
+	// by side) the peers opened connections faster than the broker could
+	// close the reset ones and it ran out of descriptors (20,000).
+	const maxResets, resetPause = 1500, 500 * time.Microsecond
 	for w := 0; w < 2; w++ {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			for i := 0; ; i++ {
+			for i := 0; i < maxResets; i++ {
 				select {
 				case <-stop:
 					return
-				default:
+				case <-time.After(resetPause):
 				}
 				c, err := net.DialTimeout("tcp", b.Addr, 5*time.Second)
 				if err != nil {
