@@ -469,30 +469,15 @@ func (r *Ring) Wait(minComplete uint32, timeout time.Duration) (int, error) {
 		}
 	}
 	for {
-		n := r.flushSQ()
-		flags := enterGetEvents
 		need := uint32(0)
 		if uint32(got) < minComplete {
 			need = minComplete - uint32(got)
 		}
-		if r.flags&SetupSQPoll != 0 {
-			if n > 0 && atomic.LoadUint32(r.sqKFlags)&sqNeedWakeup != 0 {
-				flags |= enterSQWakeup
-			}
-			n = 0
+		until := deadline
+		if need == 0 {
+			until = time.Time{}
 		}
-		var arg unsafe.Pointer
-		var argSz uintptr
-		if !deadline.IsZero() && need > 0 {
-			left := time.Until(deadline)
-			if left <= 0 {
-				left = 0
-			}
-			r.ts = kernelTimespec{sec: int64(left / time.Second), nsec: int64(left % time.Second)}
-			r.arg = getEventsArg{ts: uint64(uintptr(unsafe.Pointer(&r.ts)))}
-			arg, argSz = unsafe.Pointer(&r.arg), sizeofGetEventsArg
-			flags |= enterExtArg
-		}
+		n, flags, arg, argSz := r.waitArgs(r.flushSQ(), until)
 		if need > 0 && r.cqReady() >= need && n == 0 && r.flags&SetupDeferTaskrun == 0 {
 			need = 0 // already there: just reap
 		}
@@ -518,6 +503,28 @@ func (r *Ring) Wait(minComplete uint32, timeout time.Duration) (int, error) {
 			return got, nil
 		}
 	}
+}
+
+// waitArgs returns io_uring_enter(2)'s to_submit, flags and extended
+// argument for a wait right after flushSQ reported n SQEs not yet
+// consumed: with SQPOLL the poller submits them (woken if it sleeps); a
+// deadline (not zero) becomes the wait's timeout (IORING_ENTER_EXT_ARG),
+// 0 when it has passed.
+func (r *Ring) waitArgs(n uint32, deadline time.Time) (uint32, uint32, unsafe.Pointer, uintptr) {
+	flags := enterGetEvents
+	if r.flags&SetupSQPoll != 0 {
+		if n > 0 && atomic.LoadUint32(r.sqKFlags)&sqNeedWakeup != 0 {
+			flags |= enterSQWakeup
+		}
+		n = 0
+	}
+	if deadline.IsZero() {
+		return n, flags, nil, 0
+	}
+	left := max(time.Until(deadline), 0)
+	r.ts = kernelTimespec{sec: int64(left / time.Second), nsec: int64(left % time.Second)}
+	r.arg = getEventsArg{ts: uint64(uintptr(unsafe.Pointer(&r.ts)))}
+	return n, flags | enterExtArg, unsafe.Pointer(&r.arg), sizeofGetEventsArg
 }
 
 // Poll submits pending SQEs and dispatches the completions that are ready,

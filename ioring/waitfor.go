@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -54,26 +53,10 @@ func (r *Ring) WaitFor(done func() bool, timeout time.Duration) error {
 		if r.closed {
 			return ErrClosed
 		}
-		n := r.flushSQ()
-		flags := enterGetEvents
-		if r.flags&SetupSQPoll != 0 {
-			if n > 0 && atomic.LoadUint32(r.sqKFlags)&sqNeedWakeup != 0 {
-				flags |= enterSQWakeup
-			}
-			n = 0
+		if !deadline.IsZero() && !time.Now().Before(deadline) {
+			return fmt.Errorf("cannot wait %v: %w", timeout, ErrWaitTimeout)
 		}
-		var arg unsafe.Pointer
-		var argSz uintptr
-		if !deadline.IsZero() {
-			left := time.Until(deadline)
-			if left <= 0 {
-				return fmt.Errorf("cannot wait %v: %w", timeout, ErrWaitTimeout)
-			}
-			r.ts = kernelTimespec{sec: int64(left / time.Second), nsec: int64(left % time.Second)}
-			r.arg = getEventsArg{ts: uint64(uintptr(unsafe.Pointer(&r.ts)))}
-			arg, argSz = unsafe.Pointer(&r.arg), sizeofGetEventsArg
-			flags |= enterExtArg
-		}
+		n, flags, arg, argSz := r.waitArgs(r.flushSQ(), deadline)
 		need := uint32(1)
 		if r.cqReady() > 0 && n == 0 && r.flags&SetupDeferTaskrun == 0 {
 			need = 0 // already there: just reap
