@@ -424,6 +424,11 @@ func (us *uringShard) stopAccepting() {
 		for _, fd := range us.lfds {
 			_, _ = us.ring.CancelFd(fd, CancelAll, nil)
 		}
+		// Now, not at the loop's next Poll: the kernel finds the
+		// accepts by the listener's descriptor, which Close closes as
+		// soon as this returns, and an accept it misses stays in flight
+		// until the shard's 2 s shutdown deadline.
+		_, _ = us.ring.Submit()
 	}
 }
 
