@@ -348,13 +348,24 @@ func (p *partition) afterAppend(info nvme.AppendInfo, err error, acks int16, don
 }
 
 // syncFailed takes the partition offline after a failed fdatasync (any
-// goroutine).
+// goroutine), unless the log had closed before its turn came (the
+// partition was deleted or moved, or the broker is stopping): that is no
+// I/O error.
 func (p *partition) syncFailed(err error) {
+	if errors.Is(err, nvme.ErrLogClosed) {
+		return
+	}
 	p.st.loop.Post(func() { p.goOffline(err) })
 }
 
-// syncFailedResult is the answer to an acks=-1 append whose fdatasync failed.
+// syncFailedResult is the answer to an acks=-1 append whose fdatasync
+// failed: KAFKA_STORAGE_ERROR, or NOT_LEADER_OR_FOLLOWER when the log had
+// closed (the client refreshes its metadata and retries where the
+// partition is now).
 func syncFailedResult(err error) produceResult {
+	if errors.Is(err, nvme.ErrLogClosed) {
+		return notLeaderResult
+	}
 	return produceResult{err: fmt.Errorf("%w: fdatasync: %v", kerr.KafkaStorageError, err), baseOffset: -1, logAppendTime: -1, logStartOffset: -1}
 }
 

@@ -67,7 +67,9 @@ func fdatasync(f *os.File) error {
 			}
 		}
 	}); err != nil {
-		return err
+		// Control fails only when f has been closed ("use of closed
+		// file", which is not os.ErrClosed): say so in os's terms.
+		return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: os.ErrClosed}
 	}
 	if serr != nil {
 		return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: serr}

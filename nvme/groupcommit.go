@@ -1,6 +1,8 @@
 package nvme
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"sync"
@@ -61,7 +63,9 @@ func newGroupCommitter(logger *slog.Logger, sync func(*os.File) error) *GroupCom
 
 // Sync queues an fdatasync of f; done is called once with its result, on the
 // committer goroutine. Safe from any goroutine. After Close, or for a nil f
-// (a closed log's SyncTarget), done is called at once with ErrLogClosed.
+// (a closed log's SyncTarget), done is called at once with ErrLogClosed,
+// and with ErrLogClosed (wrapping os.ErrClosed) when f was closed before
+// its turn.
 func (g *GroupCommitter) Sync(f *os.File, done func(error)) {
 	if f == nil { // a closed log's SyncTarget
 		done(ErrLogClosed)
@@ -119,6 +123,12 @@ func (g *GroupCommitter) run() {
 					continue
 				}
 				err := g.sync(r.f)
+				if errors.Is(err, os.ErrClosed) {
+					// The log closed (and fdatasynced its segment)
+					// before this request's turn: no I/O error.
+					results[r.f] = fmt.Errorf("%w: %w", ErrLogClosed, err)
+					continue
+				}
 				results[r.f] = err
 				syncs++
 				if err != nil {

@@ -94,14 +94,36 @@ func TestGroupCommitterSharesSync(t *testing.T) {
 	}
 }
 
+// TestGroupCommitterReportsErrors: a failed fdatasync is reported to the
+// request and counted; a file closed before its turn (its log closed, and
+// synced it, meanwhile) is answered ErrLogClosed and is no failure.
 func TestGroupCommitterReportsErrors(t *testing.T) {
-	f, _ := os.Create(filepath.Join(t.TempDir(), "f"))
-	f.Close() // syncing a closed file fails
-	g := NewGroupCommitter(discardLogger())
+	g := NewGroupCommitterFunc(discardLogger(), func(*os.File) error { return errors.New("EIO") })
 	defer g.Close()
+	f, _ := os.Create(filepath.Join(t.TempDir(), "f"))
+	defer f.Close()
 	ch := make(chan error, 1)
 	g.Sync(f, func(err error) { ch <- err })
-	if err := <-ch; err == nil {
-		t.Fatal("fdatasync of a closed file succeeded")
+	if err := <-ch; err == nil || errors.Is(err, ErrLogClosed) {
+		t.Fatalf("failed fdatasync answered %v", err)
+	}
+	if st := g.Stats(); st.SyncFails != 1 {
+		t.Fatalf("stats %+v: want 1 failure", st)
+	}
+
+	closed, _ := os.Create(filepath.Join(t.TempDir(), "g"))
+	closed.Close()
+	g2 := NewGroupCommitter(discardLogger())
+	defer g2.Close()
+	g2.Sync(closed, func(err error) { ch <- err })
+	if err := <-ch; !errors.Is(err, ErrLogClosed) || !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("fdatasync of a closed file answered %v, want ErrLogClosed", err)
+	}
+	if st := g2.Stats(); st.SyncFails != 0 || st.Syncs != 0 {
+		t.Fatalf("stats %+v: a closed file is no failed sync", st)
+	}
+	g2.Sync(nil, func(err error) { ch <- err })
+	if err := <-ch; !errors.Is(err, ErrLogClosed) {
+		t.Fatalf("Sync(nil) answered %v, want ErrLogClosed", err)
 	}
 }
