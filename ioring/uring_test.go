@@ -404,7 +404,7 @@ func TestUringStopsPromptly(t *testing.T) {
 		for _, s := range ss {
 			s.Close()
 		}
-		if d := time.Since(start); d > time.Second {
+		if d := time.Since(start); d > 1500*time.Millisecond { // a missed cancel costs 2 s per shard
 			t.Fatalf("round %d: the engine and its shards took %v to stop", round, d)
 		}
 	}
