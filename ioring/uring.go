@@ -129,7 +129,9 @@ type UringOptions struct {
 	SendfileMin int
 	// SendZCMin sends referenced parts (RingConn.WriteRef) of at least this
 	// many bytes with IORING_OP_SEND_ZC; 0 never (the default: on loopback
-	// and for small responses it costs more than it saves, see the doc).
+	// and for small responses it costs more than it saves, see the doc). A
+	// socket that refuses it (EOPNOTSUPP: on 6.18 those accepted through
+	// the ring do) gets plain sends from then on.
 	SendZCMin int
 }
 
@@ -174,6 +176,8 @@ type RingConn struct {
 	sending   bool
 	flightEnd int // q index past the parts of the send in flight
 	zcRes     int32
+	zcSent    bool // the send in flight is a send-zc
+	noZC      bool // the socket refused send-zc (EOPNOTSUPP): plain sends only
 	pipe      [2]int
 	pipeCap   int
 	pipeFill  int
@@ -216,6 +220,7 @@ type outPart struct {
 	buf    int8 // 0/1: wbuf[buf][lo:hi]; -1: ref; -2: file; -3: file bytes read into arena (ref); -4: being read into arena[lo:hi]
 	lo, hi int
 	ref    []byte
+	rel    Releaser // ref part: released once the kernel is done with ref (WriteRefRelease)
 	f      *os.File // file part: the segment (for its name)
 	fd     int      // file part (-2, -4): our duplicate of f's descriptor, closed when the part goes
 	off, n int64
@@ -782,6 +787,24 @@ func (c *RingConn) WriteRef(b []byte) {
 	c.q = append(c.q, outPart{buf: -1, ref: b})
 }
 
+// Releaser is told when the kernel is done with the bytes of a part.
+type Releaser interface{ Release() }
+
+// WriteRefRelease queues b without copying, like WriteRef, and calls
+// rel.Release on the loop once the kernel is done with b: when its last
+// byte is sent (for send-zc, at the notification), or when the connection
+// closes with b unsent and no send in flight. A part not queued (closing,
+// empty) is released at once.
+func (c *RingConn) WriteRefRelease(b []byte, rel Releaser) {
+	if c.closing || len(b) == 0 {
+		if rel != nil {
+			rel.Release()
+		}
+		return
+	}
+	c.q = append(c.q, outPart{buf: -1, ref: b, rel: rel})
+}
+
 // WriteFile queues n bytes of f from offset off, sent by sendfile, read
 // or splice. The part holds its own duplicate of f's descriptor, taken
 // while f's owner cannot close it (os.File's RawConn.Control), so f may be
@@ -898,6 +921,9 @@ func (c *RingConn) finishClose() {
 	c.us.giveArena(c.arena) // no op is in flight: no read fills it, no send reads it
 	for i := c.qh; i < len(c.q); i++ {
 		dropFile(&c.q[i])
+		if r := c.q[i].rel; r != nil {
+			r.Release()
+		}
 	}
 	c.q, c.acc, c.wbuf, c.big, c.arena = nil, nil, [2][]byte{}, nil, nil
 	c.cb.OnClose(c.closeErr)
@@ -949,8 +975,9 @@ func (c *RingConn) kickOnce() bool {
 		c.spliceIn()
 		return true
 	}
-	if p.buf == -1 && c.us.e.o.SendZCMin > 0 && len(p.ref) >= c.us.e.o.SendZCMin {
-		c.zcRes = 0
+	c.zcSent = false
+	if p.buf == -1 && !c.noZC && c.us.e.o.SendZCMin > 0 && len(p.ref) >= c.us.e.o.SendZCMin {
+		c.zcRes, c.zcSent = 0, true
 		if _, err := c.us.ring.SendZC(c.fd, p.ref, unix.MSG_NOSIGNAL, 0, c.sendH); err != nil {
 			c.Abort(err)
 			return true
@@ -1007,6 +1034,14 @@ func (c *RingConn) onSend(cqe CQE) {
 	}
 	c.sending = false
 	c.ops--
+	if res == -int32(unix.EOPNOTSUPP) && c.zcSent && !c.closing {
+		// Sockets accepted through the ring may lack zero-copy support
+		// (SOCK_SUPPORT_ZC); nothing was sent: send plainly from now on.
+		c.noZC = true
+		c.kick()
+		c.finishClose()
+		return
+	}
 	if res < 0 {
 		if !c.closing {
 			c.Abort(syscall.Errno(-res))
@@ -1050,6 +1085,9 @@ func (c *RingConn) release(p *outPart) {
 		}
 	}
 	dropFile(p)
+	if p.rel != nil {
+		p.rel.Release()
+	}
 	*p = outPart{}
 	c.qh++
 }
