@@ -89,10 +89,15 @@ type AppendInfo struct {
 // (sendfile / splice / pread). File stays open at least Options.FileDeleteDelay
 // after the segment is deleted, so a response in flight can finish.
 // In direct mode File is nil and Mem holds the Len bytes (from Pos) in a
-// BlockCache buffer, which is never written again: send it as it is.
+// BlockCache buffer, which is not written again while Ref holds it: send it
+// as it is, then call Ref.Release (once; nil-safe) when the kernel is done
+// with the bytes. A reader that never releases only keeps the buffer from
+// being reused (the garbage collector frees it); one that releases and
+// reads on may see another block's bytes.
 type Chunk struct {
 	File *os.File
 	Mem  []byte
+	Ref  *BlockBuf
 	Pos  int64
 	Len  int32
 }

@@ -15,9 +15,9 @@ const DefaultCacheBytes = 64 << 20
 // data read with O_DIRECT for catch-up fetches, and the blocks that appends
 // filled. Fetch responses send straight from these buffers (Chunk.Mem), so
 // record bytes are never copied into other Go heap buffers. A buffer is
-// immutable once cached; eviction only drops the cache's reference, so a
-// response still sending from it keeps it alive (the garbage collector frees
-// it after the send), which is why buffers are not recycled.
+// immutable once cached; eviction only drops the cache's hold on it, so a
+// response still sending from it keeps it (Chunk.Ref), and the last holder
+// returns it to the cache's pool of free buffers (blockbuf.go).
 //
 // Ownership: a BlockCache belongs to one shard goroutine (every Log that
 // shares it runs there); it has no lock.
@@ -29,6 +29,7 @@ type BlockCache struct {
 	nextID    uint64
 	stats     CacheStats
 	wb        writeQueue // ring writes of the files (direct_ring.go)
+	pool      *blockPool // free block buffers (blockbuf.go)
 }
 
 // CacheStats counts a BlockCache's work, for metrics and benchmarks.
@@ -38,6 +39,10 @@ type CacheStats struct {
 	AsyncReads   uint64 // of those reads, blocks read through the ring (BlockPrefetch)
 	Evictions    uint64
 	Blocks       int // blocks held now
+
+	// Block buffers: new ones allocated, free ones reused, and releases
+	// past the last holder (a bug: must stay 0).
+	BufAllocs, BufReuses, BufBadReleases uint64
 }
 
 type cacheKey struct {
@@ -47,8 +52,8 @@ type cacheKey struct {
 
 type cacheEntry struct {
 	key        cacheKey
-	buf        []byte // blockSize bytes, aligned
-	valid      int    // bytes of buf that hold file data
+	blk        *BlockBuf // blockSize bytes, aligned; the entry holds it
+	valid      int       // bytes of blk that hold file data
 	prev, next *cacheEntry
 }
 
@@ -61,13 +66,30 @@ func NewBlockCache(capacityBytes int64) *BlockCache {
 	c := &BlockCache{blockSize: DefaultCacheBlockBytes, entries: map[cacheKey]*cacheEntry{}}
 	c.capacity = max(2, int(capacityBytes/c.blockSize))
 	c.head.next, c.head.prev = &c.head, &c.head
+	c.pool = newBlockPool(int(c.blockSize), poolAlign, max(8, c.capacity/4))
 	return c
+}
+
+// poolAlign is the alignment of pooled block buffers: a file whose
+// O_DIRECT alignment is larger gets unpooled ones (newBlock).
+const poolAlign = 4096
+
+// newBlock returns a block buffer aligned for d, with one holder: from the
+// pool when its alignment serves d. Its bytes are not zeroed.
+func (c *BlockCache) newBlock(align int64) *BlockBuf {
+	if align <= poolAlign {
+		return c.pool.get()
+	}
+	b := &BlockBuf{b: alignedBuf(int(c.blockSize), int(align))}
+	b.refs.Store(1)
+	return b
 }
 
 // Stats returns the counters (call on the owner shard).
 func (c *BlockCache) Stats() CacheStats {
 	s := c.stats
 	s.Blocks = len(c.entries)
+	s.BufAllocs, s.BufReuses, s.BufBadReleases = c.pool.allocs.Load(), c.pool.reuses.Load(), c.pool.badReleases.Load()
 	return s
 }
 
@@ -99,20 +121,23 @@ func (c *BlockCache) get(k cacheKey) *cacheEntry {
 	return e
 }
 
-// put stores buf (valid bytes of data) as block k, replacing an older copy
-// and evicting the least recently used blocks beyond capacity.
-func (c *BlockCache) put(k cacheKey, buf []byte, valid int) *cacheEntry {
+// put stores blk (valid bytes of data) as block k, replacing an older copy
+// and evicting the least recently used blocks beyond capacity. The entry
+// takes over the caller's hold on blk.
+func (c *BlockCache) put(k cacheKey, blk *BlockBuf, valid int) *cacheEntry {
 	if old := c.entries[k]; old != nil {
 		c.unlink(old)
 		delete(c.entries, k)
+		old.blk.Release()
 	}
-	e := &cacheEntry{key: k, buf: buf, valid: valid}
+	e := &cacheEntry{key: k, blk: blk, valid: valid}
 	c.entries[k] = e
 	c.pushFront(e)
 	for len(c.entries) > c.capacity {
 		last := c.head.prev
 		c.unlink(last)
 		delete(c.entries, last.key)
+		last.blk.Release()
 		c.stats.Evictions++
 	}
 	return e
@@ -124,6 +149,7 @@ func (c *BlockCache) dropFile(id uint64, from int64) {
 		if k.file == id && k.block >= from {
 			c.unlink(e)
 			delete(c.entries, k)
+			e.blk.Release()
 		}
 	}
 }

@@ -42,8 +42,9 @@ type directFile struct {
 	size     int64 // logical size: bytes of data
 	writable bool  // the active segment: the tail block is kept in wblk
 	wblk     []byte
-	wbase    int64  // file offset of wblk[0]
-	gen      uint64 // bumped by Truncate and forget: block reads started before are stale (direct_prefetch.go)
+	wref     *BlockBuf // wblk's buffer, held by the file
+	wbase    int64     // file offset of wblk[0]
+	gen      uint64    // bumped by Truncate and forget: block reads started before are stale (direct_prefetch.go)
 
 	// Ring writes (direct_ring.go): the bytes known to be on the device,
 	// the ranges queued for the next round, the round in flight (its ring
@@ -97,8 +98,22 @@ func (d *directFile) Close() error {
 func (d *directFile) forget() {
 	d.gen++
 	d.cache.dropFile(d.id, 0)
+	d.dropUnwritten()
+}
+
+// dropUnwritten empties the list of blocks not yet on the device.
+func (d *directFile) dropUnwritten() {
+	for _, b := range d.unwritten {
+		b.blk.Release()
+	}
 	clear(d.unwritten)
 	d.unwritten = d.unwritten[:0]
+}
+
+// dropTail lets go of the tail buffer.
+func (d *directFile) dropTail() {
+	d.wref.Release()
+	d.wblk, d.wref = nil, nil
 }
 
 // Allocate preallocates the file to n bytes (fallocate mode 0: the size
@@ -116,7 +131,7 @@ func (d *directFile) Truncate(n int64) error {
 	}
 	if d.wblk != nil {
 		if n < d.wbase || n >= d.wbase+d.bs {
-			d.wblk = nil
+			d.dropTail()
 		} else {
 			clear(d.wblk[n-d.wbase:])
 		}
@@ -126,8 +141,7 @@ func (d *directFile) Truncate(n int64) error {
 	}
 	d.size = n
 	d.written = min(d.written, n)
-	clear(d.unwritten)
-	d.unwritten = d.unwritten[:0]
+	d.dropUnwritten()
 	return nil
 }
 
@@ -137,16 +151,19 @@ func (d *directFile) loadTail() error {
 	if d.wblk != nil && d.wbase == base {
 		return nil
 	}
-	buf := alignedBuf(int(d.bs), int(d.align))
+	blk := d.cache.newBlock(d.align) // not zeroed: WriteAt clears what it writes past the data
+	buf := blk.b
 	if n := d.size - base; n > 0 {
 		want := roundUp(n, d.align)
 		if err := d.preadFull(buf[:want], base, n); err != nil {
+			blk.Release()
 			return err
 		}
 		clear(buf[n:want])
 	}
 	d.cache.dropFile(d.id, base/d.bs) // the tail block is served from wblk only
-	d.wblk, d.wbase = buf, base
+	d.dropTail()
+	d.wblk, d.wref, d.wbase = buf, blk, base
 	return nil
 }
 
@@ -187,9 +204,14 @@ func (d *directFile) WriteAt(p []byte, off int64) (int, error) {
 		rel := d.size - d.wbase
 		n := int64(copy(d.wblk[rel:], p))
 		from, to := rel-rel%d.align, roundUp(rel+n, d.align)
+		// The bytes after the data in the last aligned block reach the
+		// device as zeros (recovery stops at a zero header); a recycled
+		// buffer holds another block's bytes there. A write in flight
+		// over this range sees zeros or data either way.
+		clear(d.wblk[rel+n : to])
 		ring := d.cache.wb.ring != nil
 		if ring {
-			d.queue(d.wblk, d.wbase, from, to) // written by the next round (direct_ring.go)
+			d.queue(d.wref, d.wbase, from, to) // written by the next round (direct_ring.go)
 		} else {
 			m, err := d.raw.WriteAt(d.wblk[from:to], d.wbase+from)
 			if err == nil && int64(m) < to-from {
@@ -209,11 +231,11 @@ func (d *directFile) WriteAt(p []byte, off int64) (int, error) {
 		p = p[n:]
 		if d.size == d.wbase+d.bs {
 			// The block is full and immutable from now on.
-			d.cache.put(cacheKey{d.id, d.wbase / d.bs}, d.wblk, int(d.bs))
+			d.cache.put(cacheKey{d.id, d.wbase / d.bs}, d.wref.hold(), int(d.bs))
 			if d.written < d.size {
-				d.unwritten = append(d.unwritten, unwrittenBlock{base: d.wbase, buf: d.wblk})
+				d.unwritten = append(d.unwritten, unwrittenBlock{base: d.wbase, blk: d.wref.hold()})
 			}
-			d.wblk = nil
+			d.dropTail()
 		}
 	}
 	d.submit()
@@ -224,39 +246,42 @@ func (d *directFile) WriteAt(p []byte, off int64) (int, error) {
 }
 
 // block returns the bytes of the block that holds off, up to the end of the
-// file: from wblk for an active file's tail block, else from the cache,
-// filled with one O_DIRECT read on a miss.
-func (d *directFile) block(off int64) ([]byte, int64, error) {
+// file, and their buffer: from wblk for an active file's tail block, else
+// from the cache, filled with one O_DIRECT read on a miss. The buffer is
+// the file's or the cache's: hold it before the next call that may evict.
+func (d *directFile) block(off int64) (*BlockBuf, []byte, int64, error) {
 	base := off - off%d.bs
 	if d.writable && base+d.bs > d.size {
 		if err := d.loadTail(); err != nil {
-			return nil, 0, err
+			return nil, nil, 0, err
 		}
-		return d.wblk[:d.size-base], base, nil
+		return d.wref, d.wblk[:d.size-base], base, nil
 	}
 	need := min(d.bs, d.size-base)
 	k := cacheKey{d.id, base / d.bs}
 	if e := d.cache.get(k); e != nil && int64(e.valid) >= need {
-		return e.buf[:need], base, nil
+		return e.blk, e.blk.b[:need], base, nil
 	}
 	if base+need > d.written {
 		// Not all on the device yet: the bytes are only in memory.
-		buf := d.unwrittenBuf(base)
-		if buf == nil {
-			return nil, 0, fmt.Errorf("cannot read %q at %d: block not written and not in memory", d.name, base)
+		blk := d.unwrittenBlk(base)
+		if blk == nil {
+			return nil, nil, 0, fmt.Errorf("cannot read %q at %d: block not written and not in memory", d.name, base)
 		}
-		d.cache.put(k, buf, int(need))
-		return buf[:need], base, nil
+		d.cache.put(k, blk.hold(), int(need))
+		return blk, blk.b[:need], base, nil
 	}
-	buf := alignedBuf(int(d.bs), int(d.align))
+	blk := d.cache.newBlock(d.align)
+	buf := blk.b
 	want := roundUp(need, d.align)
 	if err := d.preadFull(buf[:want], base, need); err != nil {
-		return nil, 0, fmt.Errorf("cannot read %q at %d: %w", d.name, base, err)
+		blk.Release()
+		return nil, nil, 0, fmt.Errorf("cannot read %q at %d: %w", d.name, base, err)
 	}
 	clear(buf[need:want])
 	d.cache.stats.ReadBytes += uint64(want)
-	d.cache.put(k, buf, int(need))
-	return buf[:need], base, nil
+	d.cache.put(k, blk, int(need))
+	return blk, buf[:need], base, nil
 }
 
 // ReadAt copies bytes from the tail buffer or the cache (headers and
@@ -267,7 +292,7 @@ func (d *directFile) ReadAt(p []byte, off int64) (int, error) {
 	}
 	total := 0
 	for len(p) > 0 && off < d.size {
-		b, base, err := d.block(off)
+		_, b, base, err := d.block(off)
 		if err != nil {
 			return total, err
 		}
@@ -283,10 +308,10 @@ func (d *directFile) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // memChunks appends Chunks that reference the cached bytes of [off,
-// off+n) without copying them.
+// off+n) without copying them; each holds its buffer (Chunk.Ref).
 func (d *directFile) memChunks(dst []Chunk, off, n int64) ([]Chunk, error) {
 	for n > 0 {
-		b, base, err := d.block(off)
+		blk, b, base, err := d.block(off)
 		if err != nil {
 			return dst, err
 		}
@@ -294,7 +319,7 @@ func (d *directFile) memChunks(dst []Chunk, off, n int64) ([]Chunk, error) {
 		if int64(len(b)) > n {
 			b = b[:n]
 		}
-		dst = append(dst, Chunk{Mem: b, Pos: off, Len: int32(len(b))})
+		dst = append(dst, Chunk{Mem: b, Ref: blk.hold(), Pos: off, Len: int32(len(b))})
 		off += int64(len(b))
 		n -= int64(len(b))
 	}

@@ -46,7 +46,7 @@ type blockRead struct {
 	gen  uint64 // d.gen when listed: a truncate or forget since discards the bytes
 	base int64  // file offset of the block
 	need int64  // bytes of data in it
-	buf  []byte
+	blk  *BlockBuf
 }
 
 // Complete puts the block into the cache when the read returned all of
@@ -56,10 +56,12 @@ func (r *blockRead) Complete(cq ioring.CQE) {
 	d := r.d
 	if cq.Res >= 0 && int64(cq.Res) >= r.need && d.gen == r.gen {
 		want := roundUp(r.need, d.align)
-		clear(r.buf[r.need:want])
+		clear(r.blk.b[r.need:want])
 		d.cache.stats.ReadBytes += uint64(want)
 		d.cache.stats.AsyncReads++
-		d.cache.put(cacheKey{d.id, r.base / d.bs}, r.buf, int(r.need))
+		d.cache.put(cacheKey{d.id, r.base / d.bs}, r.blk, int(r.need))
+	} else {
+		r.blk.Release() // the read is over: the kernel no longer writes it
 	}
 	pf := r.pf
 	*r = blockRead{}
@@ -88,9 +90,10 @@ func (pf *BlockPrefetch) Start(ring *ioring.Ring, done func()) int {
 	for i := 0; i < pf.n; i++ {
 		r := &pf.reads[i]
 		d := r.d
-		r.buf = alignedBuf(int(d.bs), int(d.align))
+		r.blk = d.cache.newBlock(d.align)
 		fd := int(d.raw.OSFile().Fd())
-		if _, err := ring.Read(fd, r.buf[:roundUp(r.need, d.align)], r.base, false, r); err != nil {
+		if _, err := ring.Read(fd, r.blk.b[:roundUp(r.need, d.align)], r.base, false, r); err != nil {
+			r.blk.Release()
 			*r = blockRead{}
 			continue
 		}

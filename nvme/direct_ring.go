@@ -50,10 +50,10 @@ import (
 // 103 ms behind catch-up reads in one traced run, and at 10 MB/s each
 // shard spent ~10% of its time in pwrite(2) (single ranges went by pwrite).
 
-// pendingWrite is a queued range: buf[from:to], aligned, at file offset
-// base+from.
+// pendingWrite is a queued range: blk.b[from:to], aligned, at file offset
+// base+from; it holds blk.
 type pendingWrite struct {
-	buf      []byte
+	blk      *BlockBuf
 	base     int64
 	from, to int64
 }
@@ -63,6 +63,7 @@ type pendingWrite struct {
 // submitting a round allocates nothing once the slice has grown.
 type writePart struct {
 	d   *directFile
+	blk *BlockBuf // held until the write completes
 	buf []byte
 	off int64
 }
@@ -75,7 +76,8 @@ func (w *writePart) Complete(cq ioring.CQE) {
 	} else {
 		d.noteWrite(int(cq.Res), len(w.buf), nil)
 	}
-	w.buf = nil
+	w.blk.Release()
+	w.buf, w.blk = nil, nil
 	d.flight--
 	d.cache.wb.flight--
 	if d.flight == 0 {
@@ -91,7 +93,7 @@ func (*writePart) Urgent() {}
 // before they are written, reads take it from here, never from the disk.
 type unwrittenBlock struct {
 	base int64
-	buf  []byte
+	blk  *BlockBuf // held by the list
 }
 
 // writeQueue is a BlockCache's ring writes (owner shard only).
@@ -144,15 +146,15 @@ func (c *BlockCache) WritesInFlight() int { return c.wb.flight }
 // queue records buf[from:to] (an aligned range of the tail buffer at base)
 // for the file's next round, merged with the last queued range of the
 // same block.
-func (d *directFile) queue(buf []byte, base, from, to int64) {
+func (d *directFile) queue(blk *BlockBuf, base, from, to int64) {
 	if n := len(d.queued); n > 0 {
 		p := &d.queued[n-1]
-		if p.base == base && from <= p.to {
+		if p.blk == blk && p.base == base && from <= p.to {
 			p.from, p.to = min(p.from, from), max(p.to, to)
 			return
 		}
 	}
-	d.queued = append(d.queued, pendingWrite{buf: buf, base: base, from: from, to: to})
+	d.queued = append(d.queued, pendingWrite{blk: blk.hold(), base: base, from: from, to: to})
 }
 
 // submit hands the queued ranges to the ring as one round, unless a round
@@ -166,10 +168,10 @@ func (d *directFile) submit() {
 	for _, p := range d.queued {
 		from := p.base + p.from
 		if head := from + d.align; from < d.written && head < p.base+p.to {
-			parts = append(parts, writePart{d: d, buf: p.buf[p.from : p.from+d.align], off: from})
+			parts = append(parts, writePart{d: d, blk: p.blk.hold(), buf: p.blk.b[p.from : p.from+d.align], off: from})
 			from = head
 		}
-		parts = append(parts, writePart{d: d, buf: p.buf[from-p.base : p.to], off: from})
+		parts = append(parts, writePart{d: d, blk: p.blk, buf: p.blk.b[from-p.base : p.to], off: from}) // takes the range's hold
 	}
 	d.parts = parts
 	wb.stats.Rounds++
@@ -187,7 +189,8 @@ func (d *directFile) submit() {
 			// overlaps no write in flight.
 			n, err := d.raw.WriteAt(w.buf, w.off)
 			d.noteWrite(n, len(w.buf), err)
-			w.buf = nil
+			w.blk.Release()
+			w.buf, w.blk = nil, nil
 			wb.stats.Pwrites++
 			continue
 		}
@@ -216,6 +219,8 @@ func (d *directFile) finishRound(fromRing bool) {
 		for _, b := range d.unwritten {
 			if b.base+d.bs > d.written {
 				keep = append(keep, b)
+			} else {
+				b.blk.Release()
 			}
 		}
 		clear(d.unwritten[len(keep):])
@@ -299,12 +304,12 @@ func (d *directFile) settle() error {
 	return d.werr
 }
 
-// unwrittenBuf returns the buffer of block base when it holds bytes not
+// unwrittenBlk returns the buffer of block base when it holds bytes not
 // yet on the device and is no longer the tail buffer; nil otherwise.
-func (d *directFile) unwrittenBuf(base int64) []byte {
+func (d *directFile) unwrittenBlk(base int64) *BlockBuf {
 	for _, b := range d.unwritten {
 		if b.base == base {
-			return b.buf
+			return b.blk
 		}
 	}
 	return nil

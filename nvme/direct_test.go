@@ -156,8 +156,8 @@ func TestDirectReadAllocsAndCopies(t *testing.T) {
 func inCache(c *BlockCache, b []byte) bool {
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	for _, e := range c.entries {
-		q := uintptr(unsafe.Pointer(unsafe.SliceData(e.buf)))
-		if p >= q && p+uintptr(len(b)) <= q+uintptr(len(e.buf)) {
+		q := uintptr(unsafe.Pointer(unsafe.SliceData(e.blk.b)))
+		if p >= q && p+uintptr(len(b)) <= q+uintptr(len(e.blk.b)) {
 			return true
 		}
 	}

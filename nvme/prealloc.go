@@ -105,8 +105,8 @@ func (s *segment) trimLog() error {
 		}
 	}
 	if d, ok := s.log.(*directFile); ok && d.wblk != nil {
-		d.cache.put(cacheKey{d.id, d.wbase / d.bs}, d.wblk, int(d.size-d.wbase))
-		d.wblk, d.writable = nil, false
+		d.cache.put(cacheKey{d.id, d.wbase / d.bs}, d.wref, int(d.size-d.wbase)) // the cache takes the file's hold
+		d.wblk, d.wref, d.writable = nil, nil, false
 	}
 	if !s.preallocated {
 		return nil

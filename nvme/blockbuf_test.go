@@ -1,0 +1,101 @@
+package nvme
+
+import (
+	"bytes"
+	"testing"
+)
+
+// releaseAll releases the chunks' buffers, as a connection does once a
+// response is sent.
+func releaseAll(res ReadResult) {
+	for _, c := range res.Chunks {
+		c.Ref.Release()
+	}
+}
+
+// TestDirectBlockBuffersRecycled appends ~12 MiB to a direct-mode log on a
+// 2-block cache while a reader reads the new bytes and releases them, as a
+// consumer at the tail does: block buffers come back from the pool instead
+// of new allocations, chunks a reader still holds keep their bytes while
+// the blocks around them are recycled, and neither the reads nor the file
+// on disk (the bytes past the data in the last aligned block must be
+// zeros, though a recycled buffer held other data there) differ from what
+// was appended. Run without and with a write ring.
+func TestDirectBlockBuffersRecycled(t *testing.T) {
+	for _, ring := range []bool{false, true} {
+		name := "pwrite"
+		if ring {
+			name = "ring"
+		}
+		t.Run(name, func(t *testing.T) {
+			var (
+				cache *BlockCache
+				l     *Log
+				dir   string
+				drain = func() {}
+			)
+			if ring {
+				c, r, log, d := ringLog(t, 2*DefaultCacheBlockBytes)
+				cache, l, dir = c, log, d
+				drain = func() { drainWrites(t, c, r) }
+			} else {
+				o := directOptions(t)
+				o.SegmentBytes = 32 << 20
+				o.Cache = NewBlockCache(2 * DefaultCacheBlockBytes)
+				cache, dir = o.Cache, t.TempDir()
+				l = mustOpen(t, dir, o)
+				t.Cleanup(func() { l.Close() })
+			}
+			var want []byte
+			var held ReadResult
+			var heldCopy []byte
+			for i := range 180 {
+				from := l.LogEndOffset()
+				want = append(want, bytes.Join(appendN(t, l, 1, 1+i%5, 9000+i*131%9000, int64(i)), nil)...)
+				if i%9 == 8 {
+					drain()
+				}
+				res, err := l.Read(from, 1<<30, 1<<62, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if i == 20 {
+					// Keep these: their blocks must not be reused.
+					held, heldCopy = res, readChunks(t, res)
+					continue
+				}
+				releaseAll(res)
+			}
+			drain()
+			if got := readChunks(t, held); !bytes.Equal(got, heldCopy) {
+				t.Fatal("a held chunk changed while its block was evicted and others recycled")
+			}
+			releaseAll(held)
+			res, err := l.Read(0, 1<<30, 1<<62, true)
+			if err != nil || !bytes.Equal(readChunks(t, res), want) {
+				t.Fatalf("read back differs from the %d bytes appended: %v", len(want), err)
+			}
+			releaseAll(res)
+			st := cache.Stats()
+			if st.BufReuses == 0 || st.BufReuses < st.BufAllocs || st.BufBadReleases != 0 {
+				t.Fatalf("block buffers: %d allocated, %d reused, %d bad releases; want mostly reused, none bad", st.BufAllocs, st.BufReuses, st.BufBadReleases)
+			}
+			t.Logf("%d MiB appended: %d block buffers allocated, %d reused", len(want)>>20, st.BufAllocs, st.BufReuses)
+			disk := segmentOnDisk(t, dir, 0)
+			if len(disk) < len(want) || !bytes.Equal(disk[:len(want)], want) || !allZero(disk[len(want):]) {
+				t.Fatal("segment on disk differs from the appended bytes (or is not zero past them)")
+			}
+			// Reopened, the log ends where the appends did.
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			o := directOptions(t)
+			l2 := mustOpen(t, dir, o)
+			defer l2.Close()
+			res, err = l2.Read(0, 1<<30, 1<<62, true)
+			if err != nil || !bytes.Equal(readChunks(t, res), want) {
+				t.Fatalf("reopened log reads differently: %v", err)
+			}
+		})
+	}
+}
