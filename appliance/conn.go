@@ -824,14 +824,18 @@ func (c *conn) writeParts(bw *bufio.Writer, parts []respPart) error {
 					n, err := c.nc.Write(m)
 					m = m[n:]
 					if err != nil && !c.progressed(err, n > 0) {
+						p.chunk.Ref.Release() // the write is over either way
 						return err
 					}
 				}
+				p.chunk.Ref.Release()
 				continue
 			} else if m != nil {
 				p.b = m
 			}
-			if _, err := bw.Write(p.b); err != nil {
+			_, err := bw.Write(p.b)
+			p.chunk.Ref.Release() // copied into bw (or failed)
+			if err != nil {
 				return err
 			}
 			continue

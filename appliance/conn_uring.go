@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/ringbroker/ringbroker/ioring"
+	"github.com/ringbroker/ringbroker/nvme"
 )
 
 // uringConn is the uring engine's side of a conn: the frame source and the
@@ -350,7 +351,7 @@ func (u *uringConn) pump() {
 			case p.chunk.File != nil:
 				u.rc.WriteFile(p.chunk.File, p.chunk.Pos, int64(p.chunk.Len))
 			case p.chunk.Mem != nil:
-				u.write(p.chunk.Mem)
+				u.writeChunk(p.chunk)
 			default:
 				if u.write(p.b) && s.rs != nil {
 					s.rs.fetch.enc.detachBuf() // the ring sends it in place
@@ -382,6 +383,19 @@ func (u *uringConn) resume() {
 
 // write queues b: copied when small (it then rides with the header in one
 // send), referenced when large (it reports true then).
+// writeChunk queues a block-cache chunk: a large one is sent in place and
+// its buffer released once sent, a small one is copied and released now.
+func (u *uringConn) writeChunk(ch nvme.Chunk) {
+	if len(ch.Mem) > memChunkDirect && ch.Ref != nil {
+		u.rc.WriteRefRelease(ch.Mem, ch.Ref)
+		return
+	}
+	u.write(ch.Mem)
+	if len(ch.Mem) <= memChunkDirect {
+		ch.Ref.Release()
+	}
+}
+
 func (u *uringConn) write(b []byte) bool {
 	if len(b) > memChunkDirect {
 		u.rc.WriteRef(b)
