@@ -75,6 +75,9 @@ func cacheStats(b *Broker) nvme.CacheStats {
 		sum.ReadBytes += x.ReadBytes
 		sum.AsyncReads += x.AsyncReads
 		sum.Evictions += x.Evictions
+		sum.BufAllocs += x.BufAllocs
+		sum.BufReuses += x.BufReuses
+		sum.BufBadReleases += x.BufBadReleases
 	}
 	return sum
 }

@@ -272,14 +272,7 @@ func TestDirectBlockBuffersRecycled(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			var st nvme.CacheStats
-			for _, s := range b.shards {
-				var x nvme.CacheStats
-				s.loop.Call(func() { x = s.cache.Stats() })
-				st.BufAllocs += x.BufAllocs
-				st.BufReuses += x.BufReuses
-				st.BufBadReleases += x.BufBadReleases
-			}
+			st := cacheStats(b)
 			if st.BufReuses == 0 || st.BufBadReleases != 0 {
 				t.Fatalf("block buffers: %d allocated, %d reused, %d bad releases; want reuse and no bad release", st.BufAllocs, st.BufReuses, st.BufBadReleases)
 			}
