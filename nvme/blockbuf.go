@@ -18,8 +18,10 @@ import "sync/atomic"
 // block or block read takes it. Holders that never release (a reader that
 // drops its Chunks) only keep a buffer from the pool: the garbage collector
 // frees it as before. A release too many would hand a buffer to a new block
-// while a holder still reads it; BadReleases counts any that happen (tests
-// assert 0).
+// while a holder still reads it. CacheStats.BufBadReleases counts releases
+// past zero (tests assert 0); a stray release that comes after the buffer
+// was reused is not seen there, only as wrong bytes, which the tests check
+// byte for byte.
 //
 // Pooled buffers are not zeroed: every path that writes a block to the
 // device or reads it from there clears the bytes past the data up to the

@@ -136,15 +136,17 @@ func (g *GroupCommitter) run() {
 					g.logger.Error("fdatasync failed", "file", r.f.Name(), "err", err)
 				}
 			}
-			for _, r := range batch {
-				r.done(results[r.f])
-			}
+			// Count before answering, so whoever an answer wakes sees
+			// the sync in Stats.
 			g.mu.Lock()
 			g.stats.Flushes++
 			g.stats.Syncs += syncs
 			g.stats.SyncFails += fails
 			g.stats.Requests += uint64(len(batch))
 			g.mu.Unlock()
+			for _, r := range batch {
+				r.done(results[r.f])
+			}
 			clear(results)
 			clear(batch)
 		}
