@@ -381,21 +381,20 @@ func (u *uringConn) resume() {
 	}
 }
 
-// write queues b: copied when small (it then rides with the header in one
-// send), referenced when large (it reports true then).
 // writeChunk queues a block-cache chunk: a large one is sent in place and
-// its buffer released once sent, a small one is copied and released now.
+// its buffer released once sent, a small one is copied and released now
+// (Release is nil-safe).
 func (u *uringConn) writeChunk(ch nvme.Chunk) {
-	if len(ch.Mem) > memChunkDirect && ch.Ref != nil {
+	if len(ch.Mem) > memChunkDirect {
 		u.rc.WriteRefRelease(ch.Mem, ch.Ref)
 		return
 	}
-	u.write(ch.Mem)
-	if len(ch.Mem) <= memChunkDirect {
-		ch.Ref.Release()
-	}
+	u.rc.Write(ch.Mem)
+	ch.Ref.Release()
 }
 
+// write queues b: copied when small (it then rides with the header in one
+// send), referenced when large (it reports true then).
 func (u *uringConn) write(b []byte) bool {
 	if len(b) > memChunkDirect {
 		u.rc.WriteRef(b)
