@@ -246,3 +246,26 @@ func TestRequestPathAllocs(t *testing.T) {
 		t.Errorf("produce acks=all allocates %.0f times per request, want 0", n)
 	}
 }
+
+// TestLargeFrameAllocs: a produce frame larger than a state keeps takes a
+// buffer of its size class, and a fetch between two of them does not hold
+// one, so the pair allocates nothing in steady state. (The block cache is
+// 8 MiB, so that the warm-up fills it and direct mode recycles its
+// blocks, as it does once a broker has run for a while.)
+func TestLargeFrameAllocs(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("starts a broker; the race detector allocates")
+	}
+	f := newAllocFixtureWith(t, map[string]string{"log.io.cache.bytes": "8388608"})
+	big := bigProduceFrame(0, 300, 4)
+	if len(big) <= maxStateFrame {
+		t.Fatalf("the large produce frame is %d bytes, not above maxStateFrame", len(big))
+	}
+	for i := 0; i < 40; i++ { // 12 MB: past the cache
+		f.produceOne(big)
+		f.fetchOne()
+	}
+	if n := testing.AllocsPerRun(50, func() { f.produceOne(big); f.fetchOne() }); n != 0 {
+		t.Errorf("a 300 KiB produce and a fetch allocate %.0f times per pair, want 0", n)
+	}
+}

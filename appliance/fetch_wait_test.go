@@ -25,6 +25,25 @@ func produceFrame(p int32, acks int16, corrID int32) []byte {
 	return frameOf(pr, 9, corrID)
 }
 
+// bigProduceFrame is an acks=1 produce of one batch of n 1000-byte records
+// to partition p of "a".
+func bigProduceFrame(p int32, n int, corrID int32) []byte {
+	pr := kmsg.NewPtrProduceRequest()
+	pr.Acks, pr.TimeoutMillis = 1, 30000
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = "a"
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Partition = p
+	recs := make([]kmsg.Record, n)
+	for i := range recs {
+		recs[i].Value = make([]byte, 1000)
+	}
+	pp.Records = appendBatch(nil, time.Now().UnixMilli(), 0, -1, -1, -1, recs)
+	pt.Partitions = append(pt.Partitions, pp)
+	pr.Topics = append(pr.Topics, pt)
+	return frameOf(pr, 9, corrID)
+}
+
 // produceTo is an acks=1 produceFrame.
 func produceTo(p int32) []byte { return produceFrame(p, 1, 20+p) }
 
@@ -147,30 +166,54 @@ func TestFetchLongPoll(t *testing.T) {
 	}
 }
 
-// TestBigFramePool: large frames come from power-of-two classes and go
-// back to them; sizes past the largest class are plain allocations.
-func TestBigFramePool(t *testing.T) {
+// TestFrameBuffers: frames up to maxStateFrame use the state's own buffer,
+// grown in powers of two; larger ones take a size-class buffer that goes
+// back to its free list on release and is the one the next frame of that
+// class gets; sizes past the largest class are plain allocations.
+func TestFrameBuffers(t *testing.T) {
 	for _, tc := range []struct{ n, wantCap int }{
-		{maxPooledFrame + 1, 2 << 20},
-		{2 << 20, 2 << 20},
-		{2<<20 + 1, 4 << 20},
-		{100 << 20, 128 << 20},
-		{200 << 20, 200 << 20},
+		{1, 512},
+		{600, 1024},
+		{maxStateFrame, maxStateFrame},
+		{maxStateFrame + 1, 128 << 10},
+		{128 << 10, 128 << 10},
+		{3 << 20, 4 << 20},
+		{32 << 20, 32 << 20},
+		{40 << 20, 40 << 20},
 	} {
-		b := getBigFrame(tc.n)
-		if len(b) != tc.n || cap(b) != tc.wantCap {
-			t.Fatalf("getBigFrame(%d): len %d cap %d, want cap %d", tc.n, len(b), cap(b), tc.wantCap)
+		rs := getReqState(tc.n)
+		if len(rs.frame) != tc.n || cap(rs.frame) != tc.wantCap {
+			t.Fatalf("getReqState(%d): frame len %d cap %d, want cap %d", tc.n, len(rs.frame), cap(rs.frame), tc.wantCap)
 		}
-		putBigFrame(b)
+		rs.pooled = true
+		rs.unref()
+		if rs.frame != nil || rs.fb != nil {
+			t.Fatalf("a released %d-byte state kept its frame", tc.n)
+		}
 	}
-	rs := getReqState(3 << 20)
-	if cap(rs.frame) != 4<<20 {
-		t.Fatalf("a 3 MiB request got a %d-byte frame, want the 4 MiB class", cap(rs.frame))
+	// Drain class 4 (2 MiB), then a released buffer is the next one out.
+	for len(frameFree[4]) > 0 {
+		<-frameFree[4]
 	}
+	rs := getReqState(2 << 20)
+	first := &rs.fb.b[0]
 	rs.pooled = true
 	rs.unref()
-	if rs.frame != nil {
-		t.Fatal("a released state kept its large frame")
+	rs = getReqState(2<<20 - 7)
+	if &rs.fb.b[0] != first {
+		t.Fatal("a 2 MiB frame did not reuse the buffer released before it")
+	}
+	// A full free list drops what comes back.
+	for c := range frameFree {
+		if got, want := cap(frameFree[c]), max(1, frameClassKeep>>(frameClassShift+c)); got != want {
+			t.Fatalf("class %d keeps %d buffers, want %d", c, got, want)
+		}
+	}
+	for range cap(frameFree[8]) + 2 {
+		putFrameBuf(&frameBuf{b: make([]byte, 32<<20), class: 8})
+	}
+	if len(frameFree[8]) != cap(frameFree[8]) {
+		t.Fatalf("class 8 holds %d buffers, want %d", len(frameFree[8]), cap(frameFree[8]))
 	}
 }
 

@@ -37,7 +37,11 @@ type reqState struct {
 	slot  slot
 	req   request
 	frame []byte
-	refs  atomic.Int32
+	// own is the state's frame buffer (frames up to maxStateFrame); fb is
+	// a larger frame's, from the size-class free lists.
+	own  []byte
+	fb   *frameBuf
+	refs atomic.Int32
 	// pooled: the state goes back to reqPool once refs drops to zero.
 	pooled bool
 
@@ -66,14 +70,15 @@ func getReqState(n int) *reqState {
 	if rs == nil {
 		rs = newReqState()
 	}
-	if cap(rs.frame) < n {
-		if n > maxPooledFrame {
-			rs.frame = getBigFrame(n)
-		} else {
-			rs.frame = make([]byte, n, max(n, 512))
+	if n <= maxStateFrame {
+		if cap(rs.own) < n {
+			rs.own = make([]byte, stateFrameCap(n))
 		}
+		rs.frame = rs.own[:n]
+	} else {
+		rs.fb = getFrameBuf(n)
+		rs.frame = rs.fb.b[:n]
 	}
-	rs.frame = rs.frame[:n]
 	rs.refs.Store(1) // the writer's
 	rs.pooled = false
 	rs.slot.reset()
@@ -81,42 +86,90 @@ func getReqState(n int) *reqState {
 	return rs
 }
 
-// maxPooledFrame is the largest frame buffer a pooled state keeps.
-const maxPooledFrame = 1 << 20
+// Frame storage. A state keeps its own frame buffer for frames of up to
+// maxStateFrame (fetches, small produces), grown in powers of two. Larger
+// frames (produce requests) take a buffer from a free list per
+// power-of-two size class, 128 KiB to 32 MiB, and give it back when the
+// state is released, so a fetch never holds a produce's megabyte and a
+// produce never waits on the state it happens to draw to grow.
+//
+// Why: fresh memory costs a page fault per 4 KiB on first touch (the
+// kernel's copy of the received bytes takes it), and on the development VM,
+// whose guest memory the host reclaims, each one is a host fault too,
+// about 40 us of broker CPU. When states drew frames from one sync.Pool,
+// the catch-up benchmark (50 MB/s of ~256 KiB produce requests beside
+// fetches) allocated ~50 MB of new frames per 8 s window: 13,000 faults
+// on the uring engine, 5,800 on netpoll. The free lists are channels, not
+// sync.Pools, so a garbage collection does not empty them, and bounded
+// (frameClassKeep) so a burst of large requests does not pin its memory.
+const (
+	maxStateFrame   = 64 << 10 // largest frame buffer a state keeps
+	frameClassShift = 17       // class 0 holds 128 KiB buffers
+	frameClasses    = 9        // 128 KiB .. 32 MiB
+	// frameClassKeep bounds each class's free list, in bytes (at least
+	// one buffer).
+	frameClassKeep = 16 << 20
+)
 
-// Frames above maxPooledFrame (large produce requests) come from pools by
-// power-of-two size class, 2 MiB to 128 MiB: at 240 MB/s of 1-4 MB produce
-// requests, allocating each (zeroed, then faulted in) was ~7% of the
-// broker's CPU. Larger frames are allocated and left to the GC.
-var bigFrames [7]sync.Pool
+// frameBuf is a size-class frame buffer; the holder travels with it so that
+// returning it allocates nothing.
+type frameBuf struct {
+	b     []byte
+	class int // -1: larger than every class, left to the GC
+}
 
-const bigFrameShift = 21 // class 0 holds 2 MiB buffers
+var frameFree = func() (f [frameClasses]chan *frameBuf) {
+	for c := range f {
+		f[c] = make(chan *frameBuf, max(1, frameClassKeep>>(frameClassShift+c)))
+	}
+	return f
+}()
 
-func bigFrameClass(n int) int {
+// stateFrameCap is the capacity a state's own frame buffer grows to for an
+// n-byte frame: the next power of two, at least 512.
+func stateFrameCap(n int) int {
+	c := 512
+	for c < n {
+		c <<= 1
+	}
+	return c
+}
+
+// frameClass is the class of a buffer for n bytes; frameClasses when none
+// is large enough.
+func frameClass(n int) int {
 	c := 0
-	for n > 1<<(bigFrameShift+c) {
+	for c < frameClasses && n > 1<<(frameClassShift+c) {
 		c++
 	}
 	return c
 }
 
-// getBigFrame returns a buffer of length n > maxPooledFrame.
-func getBigFrame(n int) []byte {
-	c := bigFrameClass(n)
-	if c >= len(bigFrames) {
-		return make([]byte, n)
+// getFrameBuf returns a buffer of at least n bytes: a free one of n's class
+// (its bytes are a previous frame's; the caller overwrites all n) or a new
+// one.
+func getFrameBuf(n int) *frameBuf {
+	c := frameClass(n)
+	if c == frameClasses {
+		return &frameBuf{b: make([]byte, n), class: -1}
 	}
-	if b, ok := bigFrames[c].Get().([]byte); ok {
-		return b[:n]
+	select {
+	case fb := <-frameFree[c]:
+		return fb
+	default:
+		return &frameBuf{b: make([]byte, 1<<(frameClassShift+c)), class: c}
 	}
-	return make([]byte, n, 1<<(bigFrameShift+c))
 }
 
-// putBigFrame gives a getBigFrame buffer back.
-func putBigFrame(b []byte) {
-	c := bigFrameClass(cap(b))
-	if c < len(bigFrames) && cap(b) == 1<<(bigFrameShift+c) {
-		bigFrames[c].Put(b[:0]) //nolint:staticcheck // the slice header's allocation is noise next to the buffer's
+// putFrameBuf gives a getFrameBuf buffer back (dropped when its free list
+// is full).
+func putFrameBuf(fb *frameBuf) {
+	if fb.class < 0 {
+		return
+	}
+	select {
+	case frameFree[fb.class] <- fb:
+	default:
 	}
 }
 
@@ -126,9 +179,10 @@ func (rs *reqState) unref() {
 		rs.slot.resp = nil
 		rs.req = request{rs: rs}
 		rs.fetch.dropRefs() // a pooled state pins no cache blocks
-		if cap(rs.frame) > maxPooledFrame {
-			putBigFrame(rs.frame) // one large produce does not pin its frame
-			rs.frame = nil
+		rs.frame = nil
+		if rs.fb != nil {
+			putFrameBuf(rs.fb) // one large produce does not pin its frame
+			rs.fb = nil
 		}
 		reqPool.Put(rs)
 	}
