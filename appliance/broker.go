@@ -166,6 +166,7 @@ func (b *Broker) Start() error {
 			b.stopShards()
 			return err
 		}
+		b.prefaultCache(st)
 	}
 
 	lso := b.readLogStartOffsets()

@@ -80,6 +80,7 @@ type Config struct {
 	SaslServerMaxReceiveSize int32  // sasl.server.max.receive.size: largest frame before SASL authentication (Kafka's default 512 KiB)
 	LogIOMode                string // buffered | direct
 	LogIOCacheBytes          int64  // log.io.cache.bytes: per-shard block cache of direct mode (storage.go)
+	LogIOCachePrefault       bool   // log.io.cache.prefault: allocate and touch each shard's cache buffers at start (storage.go)
 	LogIOPreallocChunk       int64  // log.io.preallocate.chunk.bytes: how far ahead of its data direct mode fallocates the active segment (storage.go)
 	ConnectionsMaxIdleMs     int64
 	MetricsListener          string // metrics.listener: host:port of /metrics, /healthz, /readyz; "" or "none" disables
@@ -245,6 +246,7 @@ var brokerDefaults = map[string]string{
 	"io.uring.fetch.sendfile.min.bytes": "0",
 	"log.io.mode":                       "buffered",
 	"log.io.cache.bytes":                "67108864",
+	"log.io.cache.prefault":             "false",
 	"log.io.preallocate.chunk.bytes":    "16777216",
 	"offsets.topic.num.partitions":      "50",
 	"offsets.topic.replication.factor":  "1",
@@ -330,6 +332,7 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 	c.SaslServerMaxReceiveSize = i32("sasl.server.max.receive.size")
 	c.LogIOMode = get("log.io.mode")
 	c.LogIOCacheBytes = i64("log.io.cache.bytes")
+	c.LogIOCachePrefault = boolean("log.io.cache.prefault")
 	c.LogIOPreallocChunk = i64("log.io.preallocate.chunk.bytes")
 	c.MetricsListener = strings.TrimSpace(get("metrics.listener"))
 	c.ClusterID = props["cluster.id"]

@@ -277,6 +277,7 @@ var brokerPropTypes = map[string]kmsg.ConfigType{
 	"io.engine":                        kmsg.ConfigTypeString,
 	"log.io.mode":                      kmsg.ConfigTypeString,
 	"log.io.cache.bytes":               kmsg.ConfigTypeLong,
+	"log.io.cache.prefault":            kmsg.ConfigTypeBoolean,
 	"log.io.preallocate.chunk.bytes":   kmsg.ConfigTypeLong,
 }
 

@@ -89,6 +89,31 @@ func (p *blockPool) get() *BlockBuf {
 	return b
 }
 
+// prefault puts up to n new buffers into the free list, each of their pages
+// written once from the calling thread, and returns how many it added
+// (fewer when the free list is full). The writes are the pages' first
+// touch: the kernel takes its fault now, and allocates each page on the
+// NUMA node the thread's memory policy prefers (a pinned shard's).
+func (p *blockPool) prefault(n int) int {
+	for i := 0; i < n; i++ {
+		b := &BlockBuf{b: alignedBuf(p.size, p.align), pool: p}
+		for off := 0; off < len(b.b); off += pageSize {
+			b.b[off] = 0
+		}
+		select {
+		case p.free <- b:
+			p.allocs.Add(1)
+		default:
+			return i
+		}
+	}
+	return n
+}
+
+// pageSize is the unit prefault touches: the smallest page size of the
+// architectures we build for.
+const pageSize = 4096
+
 func (p *blockPool) put(b *BlockBuf) {
 	select {
 	case p.free <- b:

@@ -3,6 +3,9 @@ package nvme
 import (
 	"bytes"
 	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // releaseAll releases the chunks' buffers, as a connection does once a
@@ -98,4 +101,59 @@ func TestDirectBlockBuffersRecycled(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCachePrefault: Prefault fills the free list (a buffer per block the
+// cache holds and 8 more), every page already resident (mincore), and
+// appends take those buffers: filling the cache allocates no more, and the
+// bytes read back are the bytes appended (prefaulted buffers hold zeros,
+// not data).
+func TestCachePrefault(t *testing.T) {
+	o := directOptions(t)
+	o.SegmentBytes = 32 << 20
+	o.Cache = NewBlockCache(4 * DefaultCacheBlockBytes)
+	if got := o.Cache.Prefault(); got != 12*DefaultCacheBlockBytes {
+		t.Fatalf("Prefault added %d bytes, want %d", got, 12*DefaultCacheBlockBytes)
+	}
+	st := o.Cache.Stats()
+	if st.BufAllocs != 12 || len(o.Cache.pool.free) != 12 {
+		t.Fatalf("after Prefault: %d buffers allocated, %d free; want 12 and 12", st.BufAllocs, len(o.Cache.pool.free))
+	}
+	for range 12 {
+		b := <-o.Cache.pool.free
+		if r := residentPages(t, b.b); r != len(b.b)/pageSize {
+			t.Fatalf("a prefaulted buffer has %d of its %d pages resident", r, len(b.b)/pageSize)
+		}
+		o.Cache.pool.free <- b
+	}
+	l := mustOpen(t, t.TempDir(), o)
+	defer l.Close()
+	want := bytes.Join(appendN(t, l, 30, 1, 100_000, 1), nil) // ~3 MiB: within the cache
+	res, err := l.Read(0, 1<<30, 1<<62, true)
+	if err != nil || !bytes.Equal(readChunks(t, res), want) {
+		t.Fatalf("read back differs from the %d bytes appended: %v", len(want), err)
+	}
+	releaseAll(res)
+	if st := o.Cache.Stats(); st.BufAllocs != 12 || st.BufReuses == 0 {
+		t.Fatalf("appends within the cache: %d buffers allocated, %d reused; want 12 (the prefaulted ones), some reused", st.BufAllocs, st.BufReuses)
+	}
+}
+
+// residentPages counts the pages of b (page-aligned, as pool buffers are)
+// that are in memory (mincore(2)).
+func residentPages(t *testing.T, b []byte) int {
+	t.Helper()
+	addr := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	if addr%pageSize != 0 {
+		t.Fatalf("buffer at %#x is not page-aligned", addr)
+	}
+	vec := make([]byte, (len(b)+pageSize-1)/pageSize)
+	if _, _, e := unix.Syscall(unix.SYS_MINCORE, addr, uintptr(len(b)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+		t.Fatal(e)
+	}
+	n := 0
+	for _, v := range vec {
+		n += int(v & 1)
+	}
+	return n
 }

@@ -66,8 +66,27 @@ func NewBlockCache(capacityBytes int64) *BlockCache {
 	c := &BlockCache{blockSize: DefaultCacheBlockBytes, entries: map[cacheKey]*cacheEntry{}}
 	c.capacity = max(2, int(capacityBytes/c.blockSize))
 	c.head.next, c.head.prev = &c.head, &c.head
-	c.pool = newBlockPool(int(c.blockSize), poolAlign, max(8, c.capacity/4))
+	// The free list can take every buffer the cache holds (Prefault, or a
+	// deleted topic's blocks) and some that responses held past eviction;
+	// it never holds more than were once in use.
+	c.pool = newBlockPool(int(c.blockSize), poolAlign, c.capacity+max(8, c.capacity/4))
 	return c
+}
+
+// Prefault allocates as many block buffers as the free list takes (the
+// blocks the cache holds plus a quarter, at least 8: the tail blocks,
+// writes in flight and responses that hold blocks past eviction), writes
+// every 4 KiB page of each once from the calling thread, and keeps them in
+// the free list, from which tail blocks and block reads take theirs
+// (log.io.cache.prefault). It returns the bytes added. Without it the
+// first fill of the cache faults its buffers in page by page: on the
+// development VM, whose memory the host reclaims, ~40 us of CPU per page,
+// 0.8 s while two shards' 64 MiB caches fill at 10 MB/s. As the JVM's
+// -XX:+AlwaysPreTouch, it moves that cost to start-up; run on a pinned
+// shard's thread it places the pages on the shard's NUMA node. Call on the
+// owner shard, before the cache is used.
+func (c *BlockCache) Prefault() int64 {
+	return int64(c.pool.prefault(cap(c.pool.free))) * c.blockSize
 }
 
 // poolAlign is the alignment of pooled block buffers: a file whose
