@@ -42,6 +42,12 @@ func TestConfigFromProperties(t *testing.T) {
 	if cfg.LogIOPreallocChunk != 16<<20 {
 		t.Errorf("log.io.preallocate.chunk.bytes default %d, want 16 MiB", cfg.LogIOPreallocChunk)
 	}
+	if cfg.LogIOCachePrefault {
+		t.Error("log.io.cache.prefault is on by default")
+	}
+	if c, err := ConfigFromProperties(map[string]string{"log.io.cache.prefault": "true"}); err != nil || !c.LogIOCachePrefault {
+		t.Errorf("log.io.cache.prefault=true: %v, %v", c.LogIOCachePrefault, err)
+	}
 	if cfg.Shards != 4 || cfg.NodeID != 1 || cfg.NumPartitions != 1 || !cfg.AutoCreateTopics {
 		t.Errorf("defaults: %+v", cfg)
 	}
@@ -53,6 +59,7 @@ func TestConfigFromProperties(t *testing.T) {
 		{"log.segment.bytes": "x"},
 		{"node.id": "abc"},
 		{"log.io.preallocate.chunk.bytes": "4096"},
+		{"log.io.cache.prefault": "maybe"},
 	} {
 		if _, err := ConfigFromProperties(bad); err == nil {
 			t.Errorf("%v accepted", bad)
