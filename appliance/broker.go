@@ -166,8 +166,8 @@ func (b *Broker) Start() error {
 			b.stopShards()
 			return err
 		}
-		b.prefaultCache(st)
 	}
+	b.prefaultCaches()
 
 	lso := b.readLogStartOffsets()
 	var openErrs []error // the first few, with a count: a join of thousands is slow to print

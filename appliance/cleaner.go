@@ -67,7 +67,7 @@ func cleanerConfigFromProps(props map[string]string) (cleanerConfig, error) {
 		return strings.TrimSpace(v), ok && err == nil
 	}
 	if v, ok := get("log.cleaner.enable"); ok {
-		if c.enable, err = strconv.ParseBool(v); err != nil {
+		if c.enable, err = parseBoolProp(v); err != nil {
 			err = fmt.Errorf("cannot parse log.cleaner.enable=%q: %w", v, err)
 		}
 	}

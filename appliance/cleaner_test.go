@@ -28,7 +28,7 @@ func TestCleanerConfigFromProps(t *testing.T) {
 	if err != nil || c.enable || c.threads != 2 || c.ioMaxBytes != 1<<20 || c.backoff != 50*time.Millisecond {
 		t.Fatalf("parsed %+v, %v", c, err)
 	}
-	for _, bad := range []map[string]string{{"log.cleaner.threads": "x"}, {"log.cleaner.io.max.bytes.per.second": "0"}, {"log.cleaner.enable": "yes please"}} {
+	for _, bad := range []map[string]string{{"log.cleaner.threads": "x"}, {"log.cleaner.io.max.bytes.per.second": "0"}, {"log.cleaner.enable": "yes please"}, {"log.cleaner.enable": "t"}} {
 		if _, err := cleanerConfigFromProps(bad); err == nil {
 			t.Errorf("%v: want an error", bad)
 		}

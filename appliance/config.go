@@ -2,6 +2,7 @@ package appliance
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -297,7 +298,7 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 		if err != nil {
 			return false
 		}
-		v, e := strconv.ParseBool(get(k))
+		v, e := parseBoolProp(get(k))
 		if e != nil {
 			err = perr(k, e)
 		}
@@ -423,6 +424,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("log.dirs must not be empty")
 	case c.Shards < 0 || c.Shards > 1024:
 		return fmt.Errorf("shards must be in [0, 1024], got %d", c.Shards)
+	case c.LogIOCacheBytes < 1<<20:
+		return fmt.Errorf("log.io.cache.bytes must be >= 1048576 (one block), got %d", c.LogIOCacheBytes)
 	case c.LogIOPreallocChunk < 1<<20:
 		return fmt.Errorf("log.io.preallocate.chunk.bytes must be >= 1048576, got %d", c.LogIOPreallocChunk)
 	}
@@ -468,4 +471,17 @@ func topicConfigNames() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// parseBoolProp parses a boolean property as Kafka's ConfigDef does: "true"
+// or "false", in any case, surrounding spaces ignored. Go's ParseBool also
+// takes 1, 0, t and f, which a Kafka broker refuses.
+func parseBoolProp(v string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, errors.New("want true or false")
 }

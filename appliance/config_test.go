@@ -45,8 +45,10 @@ func TestConfigFromProperties(t *testing.T) {
 	if cfg.LogIOCachePrefault {
 		t.Error("log.io.cache.prefault is on by default")
 	}
-	if c, err := ConfigFromProperties(map[string]string{"log.io.cache.prefault": "true"}); err != nil || !c.LogIOCachePrefault {
-		t.Errorf("log.io.cache.prefault=true: %v, %v", c.LogIOCachePrefault, err)
+	for _, v := range []string{"true", "TRUE", " True "} {
+		if c, err := ConfigFromProperties(map[string]string{"log.io.cache.prefault": v}); err != nil || !c.LogIOCachePrefault {
+			t.Errorf("log.io.cache.prefault=%q: %v, %v", v, c.LogIOCachePrefault, err)
+		}
 	}
 	if cfg.Shards != 4 || cfg.NodeID != 1 || cfg.NumPartitions != 1 || !cfg.AutoCreateTopics {
 		t.Errorf("defaults: %+v", cfg)
@@ -60,6 +62,9 @@ func TestConfigFromProperties(t *testing.T) {
 		{"node.id": "abc"},
 		{"log.io.preallocate.chunk.bytes": "4096"},
 		{"log.io.cache.prefault": "maybe"},
+		{"log.io.cache.prefault": "1"}, // Kafka's booleans are true or false only
+		{"log.io.cache.bytes": "0"},
+		{"log.io.cache.bytes": "-5"},
 	} {
 		if _, err := ConfigFromProperties(bad); err == nil {
 			t.Errorf("%v accepted", bad)

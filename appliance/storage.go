@@ -1,6 +1,8 @@
 package appliance
 
 import (
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ringbroker/ringbroker/nvme"
@@ -39,19 +41,38 @@ func (b *Broker) newShardCache() *nvme.BlockCache {
 	return nvme.NewBlockCache(b.cfg.LogIOCacheBytes)
 }
 
-// prefaultCache fills a direct-mode shard's block cache with touched
-// buffers on the shard's loop (log.io.cache.prefault; nvme
-// BlockCache.Prefault): a pinned ring shard's thread first-touches them, so
-// they sit on its NUMA node, and the first minutes of service take no page
-// faults for them.
-func (b *Broker) prefaultCache(st *shardState) {
-	if st.cache == nil || !b.cfg.LogIOCachePrefault {
+// prefaultCaches fills every direct-mode shard's block cache with touched
+// buffers, each on its own shard's loop and all shards at once
+// (log.io.cache.prefault; nvme BlockCache.Prefault): a pinned ring shard's
+// thread first-touches them, so they sit on its NUMA node, and the first
+// fill of the caches takes no page faults. In buffered mode there is no
+// cache, and the setting is reported as having no effect.
+func (b *Broker) prefaultCaches() {
+	if !b.cfg.LogIOCachePrefault {
+		return
+	}
+	if b.cfg.LogIOMode != nvme.IOModeDirect {
+		b.log.Info("log.io.cache.prefault has no effect: there is no block cache with log.io.mode=buffered")
 		return
 	}
 	start := time.Now()
-	var n int64
-	st.loop.Call(func() { n = st.cache.Prefault() })
-	b.log.Info("prefaulted block cache", "shard", st.id, "bytes", n, "took", time.Since(start).Round(time.Millisecond))
+	var wg sync.WaitGroup
+	var total atomic.Int64
+	for _, st := range b.shards {
+		if st.cache == nil {
+			continue
+		}
+		wg.Add(1)
+		st.loop.Post(func() {
+			defer wg.Done()
+			t := time.Now()
+			n := st.cache.Prefault()
+			total.Add(n)
+			b.log.Info("prefaulted block cache", "shard", st.id, "bytes", n, "took", time.Since(t).Round(time.Millisecond))
+		})
+	}
+	wg.Wait()
+	b.log.Info("prefaulted block caches", "shards", len(b.shards), "bytes", total.Load(), "took", time.Since(start).Round(time.Millisecond))
 }
 
 // storageOptions adds the io mode, preallocation, cache and alignment to a
