@@ -110,13 +110,14 @@ func (pf *BlockPrefetch) Start(ring *ioring.Ring, done func()) int {
 
 // Prefetch lists in pf the cache blocks of the segment holding offset that
 // a read of up to maxBytes from offset would have to read from the device:
-// from the index position at or before offset (so the batch search is
-// covered) to maxBytes plus one index interval past it, within the
-// segment. It returns how many bytes of the log from offset that span
-// covers (0 where nothing applies: buffered mode, an offset outside the
-// log, an offline log). The tail block of the active segment is in memory
-// and never listed; a read that goes on into the next segment reads that
-// part as before.
+// from where the batch search starts to maxBytes plus a batch header past
+// the latest position the batch holding offset can start at
+// (segment.batchSpan), within the segment. It returns the bytes the read
+// may take, at most maxBytes (0 where nothing applies: buffered mode, an
+// offset outside the log, an offline log). The tail block of the active
+// segment is in memory and never listed; a read that goes on into the next
+// segment, or whose first batch is larger than maxBytes (KIP-74), reads
+// that part as before.
 func (l *Log) Prefetch(pf *BlockPrefetch, offset int64, maxBytes int32) int64 {
 	if !l.sf.direct || l.usable() != nil || offset < l.startOffset || offset >= l.LogEndOffset() || maxBytes <= 0 {
 		return 0
@@ -126,11 +127,13 @@ func (l *Log) Prefetch(pf *BlockPrefetch, offset int64, maxBytes int32) int64 {
 	if !ok || offset >= s.next {
 		return 0
 	}
-	var pos int64
+	var pos, last int64
 	if offset > s.base {
-		pos, _ = s.searchStart(offset)
+		pos, last = s.batchSpan(offset)
 	}
-	end := min(s.size, pos+int64(maxBytes)+int64(l.opts.IndexIntervalBytes))
+	// The read's last header read is that of the batch after the last it
+	// returns, within maxBytes of where it starts.
+	end := min(s.size, last+int64(maxBytes)+int64(offLastOffsetDelta+4))
 	for base := pos - pos%d.bs; base < end && !pf.Full(); base += d.bs {
 		if d.writable && base+d.bs > d.size {
 			break // the tail block: in memory
@@ -149,7 +152,7 @@ func (l *Log) Prefetch(pf *BlockPrefetch, offset int64, maxBytes int32) int64 {
 		pf.n++
 		pf.budget--
 	}
-	return end - pos
+	return min(end-pos, int64(maxBytes))
 }
 
 // listed reports whether block base of d is already in the list (two

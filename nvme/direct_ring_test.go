@@ -445,6 +445,90 @@ func TestDirectPrefetch(t *testing.T) {
 	}
 }
 
+// TestDirectPrefetchCoversRead: for reads from any offset (first, middle
+// and last of each batch, found through the offset index or the recent
+// batches) with nothing cached, the blocks Prefetch lists, read through the
+// ring round after round, are all the read needs: it misses nothing. The
+// batches range from 500 bytes to ~1 MB, so the index entry at or before an
+// offset may lie a whole 1 MB batch before the batch that holds it (the
+// catch-up bench's consumer read ~1 in 3 passes with a blocking pread on
+// the shard's loop when Prefetch stopped an index interval past maxBytes
+// from that entry).
+func TestDirectPrefetchCoversRead(t *testing.T) {
+	cache, ring := writeRingCache(t, 16*DefaultCacheBlockBytes)
+	cache.SetWriteRing(nil) // plain pwrites; the ring serves the reads
+	o := directOptions(t)
+	o.Cache = cache
+	o.SegmentBytes = 256 << 20
+	l := mustOpen(t, t.TempDir(), o)
+	defer l.Close()
+	type batchAt struct{ first, last, pos, end int64 }
+	var batches []batchAt
+	var stored []byte
+	for i := range 90 { // ~24 MiB
+		recs, size := 1+i%17, 500+(i*977)%9000
+		if i%5 == 2 {
+			recs, size = 60, 16000 // ~960 KB
+		}
+		first := l.LogEndOffset()
+		b := appendN(t, l, 1, recs, size, int64(i))[0]
+		batches = append(batches, batchAt{first, l.LogEndOffset() - 1, int64(len(stored)), int64(len(stored) + len(b))})
+		stored = append(stored, b...)
+	}
+	d := l.segs[0].log.(*directFile)
+	wait := func(pf *BlockPrefetch) {
+		t.Helper()
+		done := false
+		if pf.Start(ring, func() { done = true }) == 0 {
+			t.Fatal("Start started no reads")
+		}
+		for !done {
+			if _, err := ring.Wait(1, time.Second); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	reads, ringReads := 0, uint64(0)
+	for _, b := range batches {
+		for _, off := range []int64{b.first, (b.first + b.last) / 2, b.last} {
+			for _, max := range []int32{1 << 20, 200 << 10} {
+				cache.dropFile(d.id, 0)
+				var pf BlockPrefetch
+				pf.Begin(cache)
+				before := cache.Stats()
+				for round := 0; ; round++ {
+					if l.Prefetch(&pf, off, max); pf.Pending() == 0 {
+						break
+					}
+					if round == 16 {
+						t.Fatalf("offset %d: still listing blocks after 16 rounds", off)
+					}
+					wait(&pf)
+				}
+				mid := cache.Stats()
+				res, err := l.Read(off, max, 1<<62, max == 1<<20)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := readChunks(t, res)
+				if after := cache.Stats(); after.Misses != mid.Misses {
+					t.Fatalf("offset %d (batch [%d, %d] at %d), max %d: the read after the prefetch missed %d blocks",
+						off, b.first, b.last, b.pos, max, after.Misses-mid.Misses)
+				}
+				// A batch larger than max comes back only as a first batch
+				// (KIP-74), which the 200 KiB reads do not ask for.
+				big := b.end-b.pos > int64(max)
+				if len(got) == 0 && !big || len(got) > 0 && big || !bytes.Equal(got, stored[b.pos:b.pos+int64(len(got))]) {
+					t.Fatalf("offset %d, max %d: read %d bytes; they are not the log's from %d", off, max, len(got), b.pos)
+				}
+				reads++
+				ringReads += mid.AsyncReads - before.AsyncReads
+			}
+		}
+	}
+	t.Logf("%d reads, %d blocks read through the ring before them", reads, ringReads)
+}
+
 // TestDirectRingRefusedWritesByPwrite: with the ring closed (a shard
 // stopping), appends are written with pwrite in its place: Append succeeds
 // with its bytes on disk and the written end at the log end, and the

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -313,6 +314,37 @@ func (s *segment) searchStart(offset int64) (pos int64, exact bool) {
 		}
 	}
 	return floorPosition(s.offIdx, offset-s.base), false
+}
+
+// batchSpan bounds, without reading a header, where the batch holding
+// offset (base < offset < next) starts: at or after from, which is where
+// findBatch begins its search (searchStart), and at or before to. Index
+// entries map a batch's last offset to its position, so the batch holding
+// offset starts at the floor entry when that entry's batch ends at offset,
+// else after it and at the latest where the next entry's batch starts (that
+// batch ends past offset); with no next entry, the end of the segment
+// bounds it. The floor entry's batch may be as large as a batch can be
+// (a 1 MB producer batch ends ~1 MB before the one a consumer asks for
+// next), so from alone says nothing about where the read ends.
+func (s *segment) batchSpan(offset int64) (from, to int64) {
+	if s.recent != nil {
+		if pos, ok := s.recent.find(offset); ok {
+			return pos, pos
+		}
+	}
+	rel := offset - s.base
+	es := s.offIdx
+	i := sort.Search(len(es), func(i int) bool { return int64(es[i].rel) > rel }) // first entry past offset
+	if i > 0 {
+		from = int64(es[i-1].pos)
+		if int64(es[i-1].rel) == rel {
+			return from, from
+		}
+	}
+	if i < len(es) {
+		return from, int64(es[i].pos)
+	}
+	return from, s.size
 }
 
 // closeFiles closes every open file of the segment.
