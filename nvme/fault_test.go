@@ -76,9 +76,21 @@ func TestWriteFailureTakesLogOffline(t *testing.T) {
 			}
 			stored := appendN(t, l, 3, 2, 50, 1)
 			fs.armed = true
-			_, err = l.Append(simpleBatch(t, 2, 50, 1), AppendOptions{})
+			// The .log is written by every append, the index files once
+			// a page of entries has gathered (indexFlushBytes).
+			n := 0
+			for ; n <= indexFlushBytes/offsetEntrySize; n++ {
+				b := simpleBatch(t, 2, 50, 1)
+				if _, err = l.Append(b, AppendOptions{}); err != nil {
+					break
+				}
+				stored = append(stored, b)
+			}
 			if !errors.Is(err, ErrLogClosed) || !errors.Is(err, syscall.EIO) {
-				t.Fatalf("err %v, want ErrLogClosed wrapping EIO", err)
+				t.Fatalf("err %v after %d appends, want ErrLogClosed wrapping EIO", err, n)
+			}
+			if sfx == logSuffix && n != 0 {
+				t.Fatalf("%d appends succeeded with the .log failing", n)
 			}
 			if _, err := l.Append(simpleBatch(t, 2, 50, 1), AppendOptions{}); !errors.Is(err, ErrLogClosed) {
 				t.Fatalf("second append: %v", err)
@@ -90,10 +102,11 @@ func TestWriteFailureTakesLogOffline(t *testing.T) {
 			// Recovery drops the torn write (or keeps a complete one).
 			l2 := mustOpen(t, dir, testOptions(t))
 			defer l2.Close()
-			if leo := l2.LogEndOffset(); leo != 6 && leo != 8 {
-				t.Fatalf("LEO %d after recovery", leo)
+			want := int64(6 + 2*n)
+			if leo := l2.LogEndOffset(); leo != want && leo != want+2 {
+				t.Fatalf("LEO %d after recovery, want %d or %d", leo, want, want+2)
 			}
-			res, err := l2.Read(0, 1<<20, 6, true)
+			res, err := l2.Read(0, 1<<20, want, true)
 			if err != nil || !bytes.Equal(readChunks(t, res), bytes.Join(stored, nil)) {
 				t.Fatalf("stored data lost: %v", err)
 			}

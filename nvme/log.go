@@ -221,9 +221,11 @@ func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
 		s.recent.add(batchRef{pos: start + int64(pos), size: size, baseOffset: base, lastOf: last})
 		pos += int(size)
 	}
-	l.scratch, err = s.flushIndexes(l.scratch)
-	if err != nil {
-		return AppendInfo{}, l.fail(err)
+	if s.indexBacklog() >= indexFlushBytes {
+		l.scratch, err = s.flushIndexes(l.scratch)
+		if err != nil {
+			return AppendInfo{}, l.fail(err)
+		}
 	}
 	info.LastOffset = s.next - 1
 	l.markWrite(s, info.FirstOffset)

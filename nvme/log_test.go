@@ -324,6 +324,54 @@ func TestIndexRebuild(t *testing.T) {
 	}
 }
 
+// TestActiveIndexFilesByThePage: the active segment's index files take
+// its new entries once a page of them has gathered (indexFlushBytes), never
+// a page behind the entries reads use; rolling writes the rest, so a closed
+// segment's files hold every entry and load at open as they were, and after
+// a kill (no Close) recovery rebuilds the active segment's entries from its
+// batches.
+func TestActiveIndexFilesByThePage(t *testing.T) {
+	dir := t.TempDir()
+	o := testOptions(t)
+	o.IndexIntervalBytes = 1 // an entry per batch
+	l := mustOpen(t, dir, o)
+	perPage := indexFlushBytes / offsetEntrySize
+	idxPath := filepath.Join(dir, segmentFileName(0, indexSuffix))
+	for i := range perPage + 40 {
+		appendN(t, l, 1, 1, 10, int64(i))
+		entries, onDisk := len(l.active().offIdx), fileSize(t, idxPath)/offsetEntrySize
+		if onDisk > int64(entries) || int64(entries)-onDisk >= int64(perPage) {
+			t.Fatalf("after %d appends: %d entries, %d in the file; want less than a page behind", i+1, entries, onDisk)
+		}
+		if i == 9 && onDisk != 0 {
+			t.Fatalf("%d entries in the file after 10 appends: written per append", onDisk)
+		}
+	}
+	if fileSize(t, idxPath) == 0 {
+		t.Fatal("no page of entries written")
+	}
+	want := slices.Clone(l.active().offIdx)
+	wantTime := slices.Clone(l.active().timeIdx)
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	if got := fileSize(t, idxPath) / offsetEntrySize; got != int64(len(want)) {
+		t.Fatalf("closed segment's index holds %d entries, want %d", got, len(want))
+	}
+	appendN(t, l, 30, 1, 10, 0)
+	active := slices.Clone(l.active().offIdx)
+	// Killed: no Close, the active segment's index file is behind.
+	l2 := mustOpen(t, dir, o)
+	defer l2.Close()
+	if !slices.Equal(l2.segs[0].offIdx, want) || !slices.Equal(l2.segs[0].timeIdx, wantTime) {
+		t.Fatal("closed segment's indexes loaded differ from those written")
+	}
+	if !slices.Equal(l2.active().offIdx, active) {
+		t.Fatalf("active segment's index recovered as %d entries, want %d", len(l2.active().offIdx), len(active))
+	}
+	l.Close()
+}
+
 func TestLeftoversRemoved(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"00000000000000000000.log.deleted", "00000000000000000005.index.swap", "00000000000000000005.log.cleaned", "00000000000000000100.index", "leader-epoch-checkpoint.tmp"} {

@@ -120,6 +120,22 @@ func (s *segment) maybeAppendTime(maxTime int) {
 	}
 }
 
+// indexFlushBytes is how many bytes of new index entries an active
+// segment gathers before Append writes them to its index files. Reads use
+// the entries in memory, and recovery rebuilds the last segment's indexes
+// from its batches (recoverActiveSegment), so the files of the active
+// segment matter only once it is closed, when deactivate writes the rest.
+// Writing each append's entry (one pwrite(2) per index file per append)
+// took ~4% of the broker's CPU at 10 MB/s on 16 partitions; a page of
+// entries is ~500 batches.
+const indexFlushBytes = 4096
+
+// indexBacklog is the size in bytes of the index entries of the larger
+// index not yet in its file.
+func (s *segment) indexBacklog() int {
+	return max((len(s.offIdx)-s.idxFlushed)*offsetEntrySize, (len(s.timeIdx)-s.timeFlushed)*timeEntrySize)
+}
+
 // flushIndexes writes index entries not yet in the files (active segment).
 // scratch is a reusable buffer; the grown buffer is returned.
 func (s *segment) flushIndexes(scratch []byte) ([]byte, error) {
