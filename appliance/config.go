@@ -75,13 +75,14 @@ type Config struct {
 	UringSpareProcs          bool   // io.uring.spare.procs: GOMAXPROCS + shards with the uring engine (engine.go)
 	UringPinShards           bool   // io.uring.pin.shards: pin each ring shard's thread to its CPU (engine.go)
 	UringDirectWriteBatch    bool   // io.uring.direct.write.batch: segment writes go through the shard's ring, appends answered when they complete (log.io.mode=direct; nvme/direct_ring.go)
+	UringPlugPad             bool   // io.uring.plug.pad: pad two-write submissions so the kernel plugs them (ioring.Options.PlugPad)
 	UringDirectReadAsync     bool   // io.uring.direct.read.async: fetches read the cache blocks they miss through the shard's ring (log.io.mode=direct; fetch_wait.go)
 	UringFetchReadMaxBytes   int32  // io.uring.fetch.read.max.bytes: log parts of answers up to this size are read, not spliced (engine.go)
 	UringFetchSendfileMin    int32  // io.uring.fetch.sendfile.min.bytes: page-cached log parts of at least this size go by sendfile(2); 0 never (engine.go)
 	SaslServerMaxReceiveSize int32  // sasl.server.max.receive.size: largest frame before SASL authentication (Kafka's default 512 KiB)
 	LogIOMode                string // buffered | direct
 	LogIOCacheBytes          int64  // log.io.cache.bytes: per-shard block cache of direct mode (storage.go)
-	LogIOCachePrefault       bool   // log.io.cache.prefault: allocate and touch each shard's cache buffers at start (storage.go)
+	LogIOCachePrefault       bool   // log.io.cache.prefault: allocate and touch each shard's cache buffers, and large request buffers, at start (storage.go)
 	LogIOPreallocChunk       int64  // log.io.preallocate.chunk.bytes: how far ahead of its data direct mode fallocates the active segment (storage.go)
 	ConnectionsMaxIdleMs     int64
 	MetricsListener          string // metrics.listener: host:port of /metrics, /healthz, /readyz; "" or "none" disables
@@ -243,6 +244,7 @@ var brokerDefaults = map[string]string{
 	"io.uring.pin.shards":               "true",
 	"io.uring.direct.write.batch":       "true",
 	"io.uring.direct.read.async":        "true",
+	"io.uring.plug.pad":                 "true",
 	"io.uring.fetch.read.max.bytes":     "1048576",
 	"io.uring.fetch.sendfile.min.bytes": "0",
 	"log.io.mode":                       "buffered",
@@ -328,6 +330,7 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 	c.UringPinShards = boolean("io.uring.pin.shards")
 	c.UringDirectWriteBatch = boolean("io.uring.direct.write.batch")
 	c.UringDirectReadAsync = boolean("io.uring.direct.read.async")
+	c.UringPlugPad = boolean("io.uring.plug.pad")
 	c.UringFetchReadMaxBytes = i32("io.uring.fetch.read.max.bytes")
 	c.UringFetchSendfileMin = i32("io.uring.fetch.sendfile.min.bytes")
 	c.SaslServerMaxReceiveSize = i32("sasl.server.max.receive.size")

@@ -109,7 +109,7 @@ func (b *Broker) newShardLoop(i int, p enginePlan) (*ioring.Shard, error) {
 	if !p.ring {
 		return ioring.NewShard(i, ioring.ShardOptions{LockThread: false}), nil
 	}
-	o := ioring.ShardOptions{}
+	o := ioring.ShardOptions{Ring: ioring.Options{PlugPad: b.cfg.UringPlugPad}}
 	if i < len(p.placement) {
 		pl := p.placement[i]
 		o.Pin = &pl

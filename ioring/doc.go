@@ -43,6 +43,12 @@
 //     with IORING_OP_READ (inline when page-cached) and sent with the
 //     answer's header in one writev: io_uring runs every splice on an io-wq
 //     worker, two thread hand-offs per part. Larger parts are spliced.
+//   - Plug padding (Options.PlugPad): io_uring plugs the block layer only
+//     for submissions of three or more SQEs, so a ring shard's usual
+//     direct-mode round (two adjacent writes) went to the device as two
+//     requests with two notifications; a skipped-CQE NOP makes it one.
+//     At 10 MB/s the uring broker's CPU per GB fell from 0.80 to 0.69 of
+//     netpoll's (3 rounds side by side).
 //   - Spinning before sleeping (20-50 us) cut context switches by a
 //     quarter but cost more CPU than it saved, so the loop sleeps at once.
 //

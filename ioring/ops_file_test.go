@@ -271,3 +271,67 @@ func TestCloseOp(t *testing.T) {
 		t.Fatalf("fd still open after close op: %v", err)
 	}
 }
+
+// TestPlugPad: with Options.PlugPad a submission of exactly two file
+// writes gets a NOP behind them (so the kernel plugs the block layer for
+// both) whose CQE is skipped: both writes complete and land, nothing else
+// is reaped and nothing stays in flight. One write, three, or two SQEs of
+// which one is no read or write are submitted as they are; without the
+// option nothing is padded.
+func TestPlugPad(t *testing.T) {
+	for _, pad := range []bool{true, false} {
+		r := newRing(t, Options{Entries: 8, PlugPad: pad})
+		if r.features&FeatCQESkip == 0 {
+			t.Skip("no IORING_FEAT_CQE_SKIP")
+		}
+		fd := tempFile(t, nil)
+		for _, c := range []struct {
+			writes int
+			nop    bool
+			padded bool
+		}{{2, false, true}, {1, false, false}, {3, false, false}, {1, true, false}, {2, false, true}} {
+			before := r.Stats()
+			hs := make([]rec, c.writes)
+			for i := range hs {
+				b := bytes.Repeat([]byte{byte('a' + i)}, 512)
+				mustUD(t)(r.Write(fd, b, int64(i)*512, false, &hs[i]))
+			}
+			var hn rec
+			if c.nop {
+				mustUD(t)(r.Nop(&hn))
+			}
+			got := 0
+			want := c.writes
+			if c.nop {
+				want++
+			}
+			for deadline := time.Now().Add(5 * time.Second); got < want; {
+				if time.Now().After(deadline) {
+					t.Fatalf("pad=%v %+v: %d of %d completions", pad, c, got, want)
+				}
+				n, err := r.Wait(1, time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got += n
+			}
+			for i := range hs {
+				if !hs[i].done() || hs[i].last().Res != 512 {
+					t.Fatalf("pad=%v %+v: write %d: %+v", pad, c, i, hs[i].cqes)
+				}
+			}
+			after := r.Stats()
+			padded := after.PlugPads - before.PlugPads
+			if padded != 0 && !(pad && c.padded) || padded != 1 && pad && c.padded {
+				t.Fatalf("pad=%v %+v: %d NOPs added", pad, c, padded)
+			}
+			if got != want || after.Untracked != before.Untracked || r.InFlight() != 0 {
+				t.Fatalf("pad=%v %+v: %d CQEs reaped (want %d), %d untracked, %d in flight",
+					pad, c, got, want, after.Untracked-before.Untracked, r.InFlight())
+			}
+			if sub := after.Submitted - before.Submitted; sub != uint64(want)+padded {
+				t.Fatalf("pad=%v %+v: the kernel took %d SQEs, want %d", pad, c, sub, uint64(want)+padded)
+			}
+		}
+	}
+}

@@ -63,6 +63,16 @@ type Options struct {
 	// posted to this ring by another ring's MsgRing. Nil drops them (counted
 	// in Stats.Untracked).
 	OnMessage Handler
+	// PlugPad pads a submission of exactly two file reads or writes with a
+	// NOP whose CQE is skipped (IOSQE_CQE_SKIP_SUCCESS, Linux 5.17), so
+	// the kernel plugs the block layer for them: io_uring starts a plug
+	// only for submissions of three or more SQEs (io_submit_state_start),
+	// and without one each O_DIRECT request is dispatched, and its device
+	// notified, on its own. Adjacent ranges of a plugged batch merge into
+	// one request. On a virtio disk each notification is a write to the
+	// device's doorbell, an exit to the hypervisor. Ignored without
+	// FeatCQESkip and with SQPoll. Counted in Stats.PlugPads.
+	PlugPad bool
 }
 
 // Validate checks the options and fills defaults.
@@ -94,6 +104,7 @@ type Stats struct {
 	Dropped     uint32 // the kernel's cq.overflow counter: CQEs lost for good
 	Untracked   uint64 // CQEs with an unknown or stale user_data
 	Held        uint64 // CQEs WaitFor held for a later Reap
+	PlugPads    uint64 // NOPs added so that two reads or writes are plugged (Options.PlugPad)
 }
 
 // Ring is one io_uring instance: an SQ and a CQ shared with the kernel, an
@@ -112,6 +123,7 @@ type Ring struct {
 	fd       int
 	flags    uint32 // setup flags the kernel accepted
 	features uint32
+	padPlug  bool // Options.PlugPad, with FeatCQESkip and without SQPOLL
 	opts     Options
 
 	// Submission queue. Pointers into ringMem; khead is written by the
@@ -234,6 +246,7 @@ func New(o Options) (*Ring, error) {
 		return nil, lastErr
 	}
 	r := &Ring{fd: fd, flags: p.flags, features: p.features, opts: o}
+	r.padPlug = o.PlugPad && p.features&FeatCQESkip != 0 && p.flags&SetupSQPoll == 0
 	if err := r.mapRings(&p); err != nil {
 		r.unmap()
 		unix.Close(fd)
@@ -376,10 +389,34 @@ func (r *Ring) sqe() (*SQE, error) {
 // tail (the kernel must see the SQE contents before the new tail) and
 // returns how many the kernel has not consumed yet.
 func (r *Ring) flushSQ() uint32 {
+	if r.padPlug && r.sqeTail-atomic.LoadUint32(r.sqKHead) == 2 {
+		r.padForPlug()
+	}
 	if atomic.LoadUint32(r.sqKTail) != r.sqeTail {
 		atomic.StoreUint32(r.sqKTail, r.sqeTail)
 	}
 	return r.sqeTail - atomic.LoadUint32(r.sqKHead)
+}
+
+// padForPlug adds a NOP, its CQE skipped, behind the two unsubmitted SQEs
+// when both are file reads or writes (Options.PlugPad).
+func (r *Ring) padForPlug() {
+	head := atomic.LoadUint32(r.sqKHead)
+	for i := head; i != r.sqeTail; i++ {
+		switch r.sqes[i&r.sqMask].Opcode {
+		case OpRead, OpWrite, OpReadFixed, OpWriteFixed, OpReadv, OpWritev:
+		default:
+			return
+		}
+	}
+	s := r.NextSQE()
+	if s == nil {
+		return
+	}
+	s.PrepNop()
+	s.Flags = SQECQESkipSuccess
+	s.UserData = 0
+	r.stats.PlugPads++
 }
 
 // enter calls io_uring_enter(2). Calls that cannot block use RawSyscall6 to
