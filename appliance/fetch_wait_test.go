@@ -2,10 +2,12 @@ package appliance
 
 import (
 	"encoding/binary"
+	"golang.org/x/sys/unix"
 	"io"
 	"net"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -215,6 +217,62 @@ func TestFrameBuffers(t *testing.T) {
 	if len(frameFree[8]) != cap(frameFree[8]) {
 		t.Fatalf("class 8 holds %d buffers, want %d", len(frameFree[8]), cap(frameFree[8]))
 	}
+}
+
+// TestPrefaultFrameBufs: prefaultFrameBufs (log.io.cache.prefault) fills
+// the free lists of the 1 MiB to 16 MiB classes to their bounds with
+// buffers whose pages are resident (mincore), leaves the smaller and the
+// largest class alone, adds nothing to full lists, and a large frame then
+// takes a prefaulted buffer.
+func TestPrefaultFrameBufs(t *testing.T) {
+	for c := range frameFree {
+		for len(frameFree[c]) > 0 {
+			<-frameFree[c]
+		}
+	}
+	n := prefaultFrameBufs(frameBufPrefaultMin)
+	var want int64
+	for c := range frameFree {
+		size := 1 << (frameClassShift + c)
+		if size < frameBufPrefaultMin || c == frameClasses-1 {
+			if len(frameFree[c]) != 0 {
+				t.Fatalf("class %d (%d bytes): %d buffers prefaulted, want none", c, size, len(frameFree[c]))
+			}
+			continue
+		}
+		if len(frameFree[c]) != cap(frameFree[c]) {
+			t.Fatalf("class %d: %d of %d buffers prefaulted", c, len(frameFree[c]), cap(frameFree[c]))
+		}
+		want += int64(cap(frameFree[c]) * size)
+		fb := <-frameFree[c]
+		if len(fb.b) != size || fb.class != c {
+			t.Fatalf("class %d: a %d-byte buffer of class %d", c, len(fb.b), fb.class)
+		}
+		addr := uintptr(unsafe.Pointer(unsafe.SliceData(fb.b))) // large allocations are page-aligned
+		vec := make([]byte, (len(fb.b)+pageSize-1)/pageSize)
+		if _, _, e := unix.Syscall(unix.SYS_MINCORE, addr, uintptr(len(fb.b)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+			t.Fatal(e)
+		}
+		for i, v := range vec {
+			if v&1 == 0 {
+				t.Fatalf("class %d: page %d of a prefaulted buffer is not resident", c, i)
+			}
+		}
+		frameFree[c] <- fb
+	}
+	if n != want || want != 80<<20 {
+		t.Fatalf("prefaulted %d bytes, want %d (80 MiB)", n, want)
+	}
+	if again := prefaultFrameBufs(frameBufPrefaultMin); again != 0 {
+		t.Fatalf("%d bytes prefaulted into full lists", again)
+	}
+	before := len(frameFree[frameClass(5<<20)])
+	rs := getReqState(5 << 20)
+	if len(frameFree[frameClass(5<<20)]) != before-1 || rs.fb.b[0] != 1 {
+		t.Fatal("a 5 MB frame did not take a prefaulted 8 MiB buffer")
+	}
+	rs.pooled = true
+	rs.unref()
 }
 
 // orderedFetch is a fetch v12 of partitions ps of "a", in that order, from

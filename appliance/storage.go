@@ -45,19 +45,27 @@ func (b *Broker) newShardCache() *nvme.BlockCache {
 // buffers, each on its own shard's loop and all shards at once
 // (log.io.cache.prefault; nvme BlockCache.Prefault): a pinned ring shard's
 // thread first-touches them, so they sit on its NUMA node, and the first
-// fill of the caches takes no page faults. In buffered mode there is no
-// cache, and the setting is reported as having no effect.
+// fill of the caches takes no page faults. It also fills the free lists of
+// large request buffers (prefaultFrameBufs), in either I/O mode; in
+// buffered mode there is no cache, which it logs.
 func (b *Broker) prefaultCaches() {
 	if !b.cfg.LogIOCachePrefault {
-		return
-	}
-	if b.cfg.LogIOMode != nvme.IOModeDirect {
-		b.log.Info("log.io.cache.prefault has no effect: there is no block cache with log.io.mode=buffered")
 		return
 	}
 	start := time.Now()
 	var wg sync.WaitGroup
 	var total atomic.Int64
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.Now()
+		n := prefaultFrameBufs(frameBufPrefaultMin)
+		total.Add(n)
+		b.log.Info("prefaulted request buffers", "bytes", n, "took", time.Since(t).Round(time.Millisecond))
+	}()
+	if b.cfg.LogIOMode != nvme.IOModeDirect {
+		b.log.Info("log.io.cache.prefault prefaults no block cache: there is none with log.io.mode=buffered")
+	}
 	for _, st := range b.shards {
 		if st.cache == nil {
 			continue
@@ -72,7 +80,7 @@ func (b *Broker) prefaultCaches() {
 		})
 	}
 	wg.Wait()
-	b.log.Info("prefaulted block caches", "shards", len(b.shards), "bytes", total.Load(), "took", time.Since(start).Round(time.Millisecond))
+	b.log.Info("prefaulted", "shards", len(b.shards), "bytes", total.Load(), "took", time.Since(start).Round(time.Millisecond))
 }
 
 // storageOptions adds the io mode, preallocation, cache and alignment to a
