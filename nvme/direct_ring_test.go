@@ -375,6 +375,21 @@ func TestDirectRingReadsUnwrittenFromMemory(t *testing.T) {
 	}
 }
 
+// runPrefetch starts pf's listed reads on ring and runs the ring until
+// they have all completed.
+func runPrefetch(t *testing.T, ring *ioring.Ring, pf *BlockPrefetch) {
+	t.Helper()
+	done := false
+	if pf.Start(ring, func() { done = true }) == 0 {
+		t.Fatal("Start started no reads")
+	}
+	for !done {
+		if _, err := ring.Wait(1, time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestDirectPrefetch: blocks a read would miss are listed by Prefetch, read
 // through the ring by Start and put into the cache, so the read that
 // follows misses nothing and returns the appended bytes; a block whose file
@@ -391,18 +406,7 @@ func TestDirectPrefetch(t *testing.T) {
 	for i := range 400 { // ~9 MiB: the first blocks are evicted
 		stored = append(stored, bytes.Join(appendN(t, l, 1, 3, 7000+i%1000, int64(i)), nil)...)
 	}
-	wait := func(pf *BlockPrefetch) {
-		t.Helper()
-		done := false
-		if pf.Start(ring, func() { done = true }) == 0 {
-			t.Fatal("Start started no reads")
-		}
-		for !done {
-			if _, err := ring.Wait(1, time.Second); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	wait := func(pf *BlockPrefetch) { t.Helper(); runPrefetch(t, ring, pf) }
 	var pf BlockPrefetch
 	pf.Begin(cache)
 	if n := l.Prefetch(&pf, 0, 2<<20); n < 2<<20 || pf.Pending() < 2 {
@@ -476,18 +480,7 @@ func TestDirectPrefetchCoversRead(t *testing.T) {
 		stored = append(stored, b...)
 	}
 	d := l.segs[0].log.(*directFile)
-	wait := func(pf *BlockPrefetch) {
-		t.Helper()
-		done := false
-		if pf.Start(ring, func() { done = true }) == 0 {
-			t.Fatal("Start started no reads")
-		}
-		for !done {
-			if _, err := ring.Wait(1, time.Second); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	wait := func(pf *BlockPrefetch) { t.Helper(); runPrefetch(t, ring, pf) }
 	reads, ringReads := 0, uint64(0)
 	for _, b := range batches {
 		for _, off := range []int64{b.first, (b.first + b.last) / 2, b.last} {
