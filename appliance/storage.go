@@ -54,13 +54,13 @@ func (b *Broker) prefaultCaches() {
 	}
 	start := time.Now()
 	var wg sync.WaitGroup
-	var total atomic.Int64
+	var total, frames atomic.Int64
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		t := time.Now()
 		n := prefaultFrameBufs(frameBufPrefaultMin)
-		total.Add(n)
+		frames.Store(n)
 		b.log.Info("prefaulted request buffers", "bytes", n, "took", time.Since(t).Round(time.Millisecond))
 	}()
 	if b.cfg.LogIOMode != nvme.IOModeDirect {
@@ -80,7 +80,7 @@ func (b *Broker) prefaultCaches() {
 		})
 	}
 	wg.Wait()
-	b.log.Info("prefaulted", "shards", len(b.shards), "bytes", total.Load(), "took", time.Since(start).Round(time.Millisecond))
+	b.log.Info("prefaulted", "block_cache_bytes", total.Load(), "request_buffer_bytes", frames.Load(), "took", time.Since(start).Round(time.Millisecond))
 }
 
 // storageOptions adds the io mode, preallocation, cache and alignment to a

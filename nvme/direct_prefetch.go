@@ -31,11 +31,15 @@ type BlockPrefetch struct {
 	done   func()
 }
 
-// Begin starts a pass that may read up to half of cache's blocks in all
-// (at least one), over as many Start rounds as it takes: more would evict
-// the pass's own earlier blocks before its read uses them.
+// Begin starts a pass that may read up to half of cache's blocks in all,
+// over as many Start rounds as it takes: more would evict the pass's own
+// earlier blocks before its read uses them. A cache of two or three blocks
+// still gets two, so a batch that crosses a block boundary is read whole
+// (with one, the second block of every such batch was read with a
+// blocking pread: 476 of 935 block reads with a 2 MiB cache and ~1 MB
+// batches); a one-block cache gets one.
 func (pf *BlockPrefetch) Begin(cache *BlockCache) {
-	pf.budget = max(1, cache.capacity/2)
+	pf.budget = max(min(2, cache.capacity), cache.capacity/2)
 }
 
 // blockRead is one block to read: its completion handler lives in the

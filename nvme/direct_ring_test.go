@@ -522,6 +522,45 @@ func TestDirectPrefetchCoversRead(t *testing.T) {
 	t.Logf("%d reads, %d blocks read through the ring before them", reads, ringReads)
 }
 
+// TestDirectPrefetchSmallCache: with a two-block cache a pass may still
+// read two blocks, so a batch that crosses a block boundary is prefetched
+// whole and its read misses nothing (with a budget of half the cache, one
+// block, its second block was read with a blocking pread).
+func TestDirectPrefetchSmallCache(t *testing.T) {
+	cache, ring := writeRingCache(t, 2*DefaultCacheBlockBytes)
+	cache.SetWriteRing(nil)
+	o := directOptions(t)
+	o.Cache = cache
+	l := mustOpen(t, t.TempDir(), o)
+	defer l.Close()
+	appendN(t, l, 1, 30, 16000, 0) // ~480 KB
+	second := l.LogEndOffset()
+	appendN(t, l, 5, 60, 16000, 1) // ~960 KB each: the first spans blocks 0 and 1
+	d := l.segs[0].log.(*directFile)
+	cache.dropFile(d.id, 0)
+	var pf BlockPrefetch
+	pf.Begin(cache)
+	for round := 0; ; round++ {
+		if l.Prefetch(&pf, second, 1<<20); pf.Pending() == 0 {
+			break
+		}
+		if round == 4 {
+			t.Fatal("still listing blocks after 4 rounds")
+		}
+		runPrefetch(t, ring, &pf)
+	}
+	mid := cache.Stats()
+	if mid.AsyncReads < 2 {
+		t.Fatalf("%d blocks prefetched, want both blocks of the batch", mid.AsyncReads)
+	}
+	if _, err := l.Read(second, 1<<20, 1<<62, true); err != nil {
+		t.Fatal(err)
+	}
+	if after := cache.Stats(); after.Misses != mid.Misses {
+		t.Fatalf("the read after the prefetch missed %d blocks", after.Misses-mid.Misses)
+	}
+}
+
 // TestDirectRingRefusedWritesByPwrite: with the ring closed (a shard
 // stopping), appends are written with pwrite in its place: Append succeeds
 // with its bytes on disk and the written end at the log end, and the
