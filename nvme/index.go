@@ -77,11 +77,17 @@ func decodeTimeIndex(b []byte) ([]timeEntry, error) {
 	return es, nil
 }
 
+// entryPast is the index of the first entry whose (relative) last offset
+// is > rel, len(es) when there is none.
+func entryPast(es []offsetEntry, rel int64) int {
+	return sort.Search(len(es), func(i int) bool { return int64(es[i].rel) > rel })
+}
+
 // floorPosition returns the position of the last indexed batch whose
 // (relative) last offset is <= rel, or 0 when there is none. Scanning from
 // there reaches the batch holding rel.
 func floorPosition(es []offsetEntry, rel int64) int64 {
-	i := sort.Search(len(es), func(i int) bool { return int64(es[i].rel) > rel })
+	i := entryPast(es, rel)
 	if i == 0 {
 		return 0
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -350,7 +349,7 @@ func (s *segment) batchSpan(offset int64) (from, to int64) {
 	}
 	rel := offset - s.base
 	es := s.offIdx
-	i := sort.Search(len(es), func(i int) bool { return int64(es[i].rel) > rel }) // first entry past offset
+	i := entryPast(es, rel)
 	if i > 0 {
 		from = int64(es[i-1].pos)
 		if int64(es[i-1].rel) == rel {
