@@ -76,6 +76,7 @@ type Config struct {
 	UringPinShards           bool   // io.uring.pin.shards: pin each ring shard's thread to its CPU (engine.go)
 	UringDirectWriteBatch    bool   // io.uring.direct.write.batch: segment writes go through the shard's ring, appends answered when they complete (log.io.mode=direct; nvme/direct_ring.go)
 	UringPlugPad             bool   // io.uring.plug.pad: pad two-write submissions so the kernel plugs them (ioring.Options.PlugPad)
+	UringFixedBuffers        bool   // io.uring.fixed.buffers: register the block cache's buffers with the shard's ring (log.io.mode=direct; nvme BlockCache.UseFixedBuffers)
 	UringDirectReadAsync     bool   // io.uring.direct.read.async: fetches read the cache blocks they miss through the shard's ring (log.io.mode=direct; fetch_wait.go)
 	UringFetchReadMaxBytes   int32  // io.uring.fetch.read.max.bytes: log parts of answers up to this size are read, not spliced (engine.go)
 	UringFetchSendfileMin    int32  // io.uring.fetch.sendfile.min.bytes: page-cached log parts of at least this size go by sendfile(2); 0 never (engine.go)
@@ -245,6 +246,7 @@ var brokerDefaults = map[string]string{
 	"io.uring.direct.write.batch":       "true",
 	"io.uring.direct.read.async":        "true",
 	"io.uring.plug.pad":                 "true",
+	"io.uring.fixed.buffers":            "true",
 	"io.uring.fetch.read.max.bytes":     "1048576",
 	"io.uring.fetch.sendfile.min.bytes": "0",
 	"log.io.mode":                       "buffered",
@@ -331,6 +333,7 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 	c.UringDirectWriteBatch = boolean("io.uring.direct.write.batch")
 	c.UringDirectReadAsync = boolean("io.uring.direct.read.async")
 	c.UringPlugPad = boolean("io.uring.plug.pad")
+	c.UringFixedBuffers = boolean("io.uring.fixed.buffers")
 	c.UringFetchReadMaxBytes = i32("io.uring.fetch.read.max.bytes")
 	c.UringFetchSendfileMin = i32("io.uring.fetch.sendfile.min.bytes")
 	c.SaslServerMaxReceiveSize = i32("sasl.server.max.receive.size")

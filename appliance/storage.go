@@ -102,6 +102,13 @@ func (b *Broker) storageOptions(st *shardState, t *TopicImage, o nvme.Options) n
 // thread, which alone may submit to the ring.
 func (b *Broker) startRingStorage(st *shardState) error {
 	st.asyncReads = st.cache != nil && st.loop.IsRing() && b.cfg.UringDirectReadAsync
+	if st.cache != nil && st.loop.IsRing() && b.cfg.UringFixedBuffers {
+		var err error
+		st.loop.Call(func() { err = st.cache.UseFixedBuffers(st.loop.Ring()) })
+		if err != nil {
+			b.log.Warn("cannot register the block cache's buffers with the ring; ring reads and writes pin pages per I/O", "shard", st.id, "err", err)
+		}
+	}
 	if st.cache == nil || !st.loop.IsRing() || !b.cfg.UringDirectWriteBatch {
 		return nil
 	}

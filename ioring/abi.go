@@ -191,12 +191,18 @@ const (
 	regFiles        = 2  // IORING_REGISTER_FILES
 	unregFiles      = 3  // IORING_UNREGISTER_FILES
 	regFilesUpdate  = 6  // IORING_REGISTER_FILES_UPDATE
+	regBuffers2     = 15 // IORING_REGISTER_BUFFERS2
+	regBufUpdate    = 16 // IORING_REGISTER_BUFFERS_UPDATE
 	regProbe        = 8  // IORING_REGISTER_PROBE
 	regEnableRings  = 12 // IORING_REGISTER_ENABLE_RINGS
 	regPbufRing     = 22 // IORING_REGISTER_PBUF_RING
 	unregPbufRing   = 23 // IORING_UNREGISTER_PBUF_RING
 	regPbufStatus   = 26 // IORING_REGISTER_PBUF_STATUS
 	maxRegisterArgs = 1 << 16
+	maxFixedBufs    = 1 << 14 // IORING_MAX_REG_BUFFERS
+	maxFixedBufLen  = 1 << 30 // the kernel refuses a registered buffer over 1 GiB (EFAULT)
+
+	rsrcRegisterSparse = 1 << 0 // IORING_RSRC_REGISTER_SPARSE
 )
 
 // sqRingOffsets is struct io_sqring_offsets.
@@ -283,6 +289,25 @@ type filesUpdate struct {
 	offset uint32
 	resv   uint32
 	fds    uint64
+}
+
+// rsrcRegister is struct io_uring_rsrc_register (IORING_REGISTER_BUFFERS2).
+type rsrcRegister struct {
+	nr    uint32
+	flags uint32
+	resv2 uint64
+	data  uint64
+	tags  uint64
+}
+
+// rsrcUpdate2 is struct io_uring_rsrc_update2 (IORING_REGISTER_BUFFERS_UPDATE).
+type rsrcUpdate2 struct {
+	offset uint32
+	resv   uint32
+	data   uint64
+	tags   uint64
+	nr     uint32
+	resv2  uint32
 }
 
 // Sizes the kernel expects; abi_test.go compares them with unsafe.Sizeof.

@@ -24,6 +24,8 @@ func TestABILayout(t *testing.T) {
 		{"io_uring_probe_op", unsafe.Sizeof(probeOp{}), sizeofProbeOp},
 		{"io_uring_buf", unsafe.Sizeof(bufRingEntry{}), sizeofBufRingEntry},
 		{"io_uring_buf_reg", unsafe.Sizeof(bufReg{}), sizeofBufReg},
+		{"io_uring_rsrc_register", unsafe.Sizeof(rsrcRegister{}), 32},
+		{"io_uring_rsrc_update2", unsafe.Sizeof(rsrcUpdate2{}), 32},
 		{"io_uring_files_update", unsafe.Sizeof(filesUpdate{}), sizeofFilesUpdate},
 		{"__kernel_timespec", unsafe.Sizeof(kernelTimespec{}), 16},
 		{"unix.Timespec as __kernel_timespec", unsafe.Sizeof(unix.Timespec{}), 16},

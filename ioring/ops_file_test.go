@@ -2,6 +2,7 @@ package ioring
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 	"time"
 
@@ -254,6 +255,55 @@ func TestFixedBuffersAndFiles(t *testing.T) {
 	wantErrno(t, h3.last(), unix.EBADF)
 	must(t, r.UnregisterFiles())
 	must(t, r.UnregisterBuffers())
+}
+
+// TestFixedBufferTable fills a sparse buffer table slot by slot: an op on
+// an empty slot fails with EFAULT, an updated slot reads and writes at any
+// offset inside its buffer, and slots outside the table are refused.
+func TestFixedBufferTable(t *testing.T) {
+	r := newRing(t, Options{Entries: 4})
+	must(t, r.RegisterBufferTable(3))
+	if err := r.RegisterBufferTable(3); !errors.Is(err, unix.EBUSY) {
+		t.Fatalf("second table: %v, want EBUSY", err)
+	}
+	fd := tempFile(t, nil)
+	buf := make([]byte, 64<<10)
+	copy(buf[40000:], "slot one payload")
+
+	var h0 rec
+	mustUD(t)(r.WriteFixed(fd, buf[40000:40016], 0, 1, false, &h0))
+	waitUntil(t, r, h0.done)
+	wantErrno(t, h0.last(), unix.EFAULT)
+
+	must(t, r.UpdateBuffers(1, [][]byte{buf}))
+	var hw, hr rec
+	mustUD(t)(r.WriteFixed(fd, buf[40000:40016], 4096, 1, false, &hw))
+	waitUntil(t, r, hw.done)
+	if hw.last().Res != 16 {
+		t.Fatalf("write from slot 1: %d (%v)", hw.last().Res, hw.last().Err())
+	}
+	dst := buf[100:116]
+	mustUD(t)(r.ReadFixed(fd, dst, 4096, 1, false, &hr))
+	waitUntil(t, r, hr.done)
+	if hr.last().Res != 16 || string(dst) != "slot one payload" {
+		t.Fatalf("read into slot 1: %d %q", hr.last().Res, dst)
+	}
+	// A slice outside the registered buffer is refused by the kernel.
+	other := make([]byte, 16)
+	var hx rec
+	mustUD(t)(r.ReadFixed(fd, other, 4096, 1, false, &hx))
+	waitUntil(t, r, hx.done)
+	wantErrno(t, hx.last(), unix.EFAULT)
+	if err := r.UpdateBuffers(2, [][]byte{buf, buf}); err == nil {
+		t.Fatal("UpdateBuffers past the table's end: no error")
+	}
+	if err := r.UpdateBuffers(0, [][]byte{{}}); err == nil {
+		t.Fatal("UpdateBuffers with an empty buffer: no error")
+	}
+	must(t, r.UnregisterBuffers())
+	if err := r.UpdateBuffers(0, [][]byte{buf}); err == nil {
+		t.Fatal("UpdateBuffers after UnregisterBuffers: no error")
+	}
 }
 
 func TestCloseOp(t *testing.T) {

@@ -109,3 +109,56 @@ func (r *Ring) UnregisterBuffers() error {
 	r.fixedBufs = nil
 	return nil
 }
+
+// RegisterBufferTable registers an empty table of n fixed buffers
+// (IORING_REGISTER_BUFFERS2 with IORING_RSRC_REGISTER_SPARSE, Linux 5.19),
+// to be filled slot by slot with UpdateBuffers as buffers are made, so
+// that nothing is pinned before it is used. An op naming an empty slot
+// fails with EFAULT. n is 1..16384 (IORING_MAX_REG_BUFFERS). Errors:
+// EBUSY (a table is registered), EINVAL (an older kernel).
+func (r *Ring) RegisterBufferTable(n int) error {
+	if n <= 0 || n > maxFixedBufs {
+		return fmt.Errorf("cannot register a table of %d buffers: want 1..%d", n, maxFixedBufs)
+	}
+	a := rsrcRegister{nr: uint32(n), flags: rsrcRegisterSparse}
+	if _, err := r.register(regBuffers2, unsafe.Pointer(&a), unsafe.Sizeof(a)); err != nil {
+		return fmt.Errorf("cannot register a table of %d buffers: %w", n, err)
+	}
+	r.fixedBufs = make([][]byte, n)
+	return nil
+}
+
+// UpdateBuffers puts bufs into registered buffer slots [off, off+len(bufs))
+// (IORING_REGISTER_BUFFERS_UPDATE): the kernel pins their pages now, and
+// ReadFixed/WriteFixed then name them by slot. A slot must not be replaced
+// while an op uses it. Each buffer is at most 1 GiB; the ring keeps it
+// reachable while registered. Non-root callers without CAP_IPC_LOCK pin
+// against RLIMIT_MEMLOCK (ENOMEM past it). Errors: ENXIO (no table),
+// EINVAL (a slot out of range), ENOMEM, EFAULT.
+func (r *Ring) UpdateBuffers(off int, bufs [][]byte) error {
+	if len(bufs) == 0 {
+		return nil
+	}
+	if off < 0 || off+len(bufs) > len(r.fixedBufs) {
+		return fmt.Errorf("cannot update buffer slots [%d, %d): the table has %d", off, off+len(bufs), len(r.fixedBufs))
+	}
+	iov := make([]unix.Iovec, len(bufs))
+	for i, b := range bufs {
+		if len(b) == 0 || len(b) > maxFixedBufLen {
+			return fmt.Errorf("cannot register buffer %d of %d bytes: want 1..%d", i, len(b), maxFixedBufLen)
+		}
+		iov[i].Base = &b[0]
+		iov[i].SetLen(len(b))
+	}
+	u := rsrcUpdate2{offset: uint32(off), data: uint64(uintptr(unsafe.Pointer(&iov[0]))), nr: uint32(len(iov))}
+	n, err := r.register(regBufUpdate, unsafe.Pointer(&u), unsafe.Sizeof(u))
+	runtime.KeepAlive(iov)
+	if err == nil && n != len(bufs) {
+		err = fmt.Errorf("%d of %d updated", n, len(bufs))
+	}
+	if err != nil {
+		return fmt.Errorf("cannot update buffer slots [%d, %d): %w", off, off+len(bufs), err)
+	}
+	copy(r.fixedBufs[off:], bufs)
+	return nil
+}

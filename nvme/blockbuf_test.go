@@ -5,6 +5,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/ringbroker/ringbroker/ioring"
 	"golang.org/x/sys/unix"
 )
 
@@ -156,4 +157,102 @@ func residentPages(t *testing.T, b []byte) int {
 		n += int(v & 1)
 	}
 	return n
+}
+
+// TestFixedBlockBuffers registers a cache's block buffers with its ring
+// (UseFixedBuffers): Prefault fills the table's slots, ring writes and
+// prefetch reads then go from and into registered buffers (WRITE_FIXED,
+// READ_FIXED), and what was appended is what the segment holds on disk and
+// what reads return, while blocks are evicted and their buffers recycled.
+// A buffer made off the ring's thread is not registered.
+func TestFixedBlockBuffers(t *testing.T) {
+	cache, ring := writeRingCache(t, 4*DefaultCacheBlockBytes)
+	if err := cache.UseFixedBuffers(ring); err != nil {
+		t.Skipf("no sparse buffer table: %v", err)
+	}
+	if err := cache.UseFixedBuffers(ring); err == nil {
+		t.Fatal("a second UseFixedBuffers: no error")
+	}
+	slots := cap(cache.pool.free)
+	if got := cache.Prefault(); got != int64(slots)*DefaultCacheBlockBytes {
+		t.Fatalf("Prefault added %d bytes, want %d", got, int64(slots)*DefaultCacheBlockBytes)
+	}
+	if st := cache.Stats(); st.BufFixed != slots || len(cache.pool.free) != 0 {
+		t.Fatalf("after Prefault: %d buffers registered, %d unregistered free; want %d and 0", st.BufFixed, len(cache.pool.free), slots)
+	}
+	o := directOptions(t)
+	o.SegmentBytes = 32 << 20
+	o.Cache = cache
+	dir := t.TempDir()
+	l := mustOpen(t, dir, o)
+	defer l.Close()
+	var want []byte
+	for i := range 300 { // ~10 MiB on a 4-block cache
+		want = append(want, bytes.Join(appendN(t, l, 1, 1+i%3, 11000+i*37%9000, int64(i)), nil)...)
+		if i%7 == 6 {
+			drainWrites(t, cache, ring)
+		}
+	}
+	drainWrites(t, cache, ring)
+	ws := cache.WriteStats()
+	if ws.FixedWrites == 0 || ws.Pwrites != 0 {
+		t.Fatalf("ring writes: %d, %d from registered buffers, %d by pwrite; want most from registered buffers, none by pwrite", ws.RingWrites, ws.FixedWrites, ws.Pwrites)
+	}
+	disk := segmentOnDisk(t, dir, 0)
+	if len(disk) < len(want) || !bytes.Equal(disk[:len(want)], want) || !allZero(disk[len(want):]) {
+		t.Fatal("segment on disk differs from the appended bytes (or is not zero past them)")
+	}
+	// The first blocks were evicted: read them back through the ring.
+	var pf BlockPrefetch
+	pf.Begin(cache)
+	if l.Prefetch(&pf, 0, 2<<20); pf.Pending() == 0 {
+		t.Fatal("nothing to prefetch from offset 0")
+	}
+	runPrefetch(t, ring, &pf)
+	st := cache.Stats()
+	if st.FixedReads == 0 {
+		t.Fatalf("%d ring reads, none into a registered buffer", st.AsyncReads)
+	}
+	res, err := l.Read(0, 1<<30, 1<<62, true)
+	if err != nil || !bytes.Equal(readChunks(t, res), want) {
+		t.Fatalf("read back differs from the %d bytes appended: %v", len(want), err)
+	}
+	releaseAll(res)
+	st = cache.Stats()
+	if st.BufFixed != slots || st.BufBadReleases != 0 || st.BufReuses == 0 {
+		t.Fatalf("block buffers: %d registered (want %d), %d reused, %d bad releases", st.BufFixed, slots, st.BufReuses, st.BufBadReleases)
+	}
+	t.Logf("%d ring writes (%d fixed), %d ring reads (%d fixed), %d buffers allocated, %d reused", ws.RingWrites, ws.FixedWrites, st.AsyncReads, st.FixedReads, st.BufAllocs, st.BufReuses)
+
+	// Off the ring's thread a new buffer is not registered; on it, it is.
+	c2 := NewBlockCache(4 * DefaultCacheBlockBytes)
+	if err := c2.UseFixedBuffers(mustRing(t)); err != nil {
+		t.Fatal(err)
+	}
+	other := make(chan *BlockBuf)
+	go func() { other <- c2.pool.get() }()
+	if b := <-other; b.slot != 0 {
+		t.Fatalf("a buffer made off the ring's thread has slot %d", b.slot)
+	} else {
+		b.Release()
+	}
+	if b := c2.pool.get(); b.slot != 1 || c2.Stats().BufFixed != 1 {
+		t.Fatalf("a buffer made on the ring's thread: slot %d, %d registered; want 1 and 1", b.slot, c2.Stats().BufFixed)
+	} else {
+		b.Release()
+		if got := c2.pool.get(); got != b {
+			t.Fatal("a released registered buffer was not the next one handed out")
+		}
+	}
+}
+
+// mustRing returns a new ring owned by the test's (locked) thread.
+func mustRing(t *testing.T) *ioring.Ring {
+	t.Helper()
+	r, err := ioring.New(ioring.Options{Entries: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
 }

@@ -37,12 +37,16 @@ type CacheStats struct {
 	Hits, Misses uint64 // block lookups
 	ReadBytes    uint64 // bytes read with O_DIRECT to fill blocks
 	AsyncReads   uint64 // of those reads, blocks read through the ring (BlockPrefetch)
+	FixedReads   uint64 // ring reads started into registered buffers (UseFixedBuffers)
 	Evictions    uint64
 	Blocks       int // blocks held now
 
 	// Block buffers: new ones allocated, free ones reused, and releases
 	// past the last holder (a bug: must stay 0).
 	BufAllocs, BufReuses, BufBadReleases uint64
+	// BufFixed is the buffers registered with the owner shard's ring
+	// (UseFixedBuffers).
+	BufFixed int
 }
 
 type cacheKey struct {
@@ -109,6 +113,9 @@ func (c *BlockCache) Stats() CacheStats {
 	s := c.stats
 	s.Blocks = len(c.entries)
 	s.BufAllocs, s.BufReuses, s.BufBadReleases = c.pool.allocs.Load(), c.pool.reuses.Load(), c.pool.badReleases.Load()
+	if f := c.pool.fixed.Load(); f != nil {
+		s.BufFixed = int(f.used.Load())
+	}
 	return s
 }
 

@@ -110,11 +110,12 @@ type writeQueue struct {
 
 // WriteStats counts a BlockCache's ring writes.
 type WriteStats struct {
-	Rounds     uint64 // rounds submitted
-	Ranges     uint64 // queued ranges they wrote
-	RingWrites uint64 // ring writes (a range that starts in a written block takes two)
-	Waits      uint64 // settles that waited for a round (roll, close, truncate)
-	Pwrites    uint64 // parts written with pwrite(2) because the ring refused them
+	Rounds      uint64 // rounds submitted
+	Ranges      uint64 // queued ranges they wrote
+	RingWrites  uint64 // ring writes (a range that starts in a written block takes two)
+	FixedWrites uint64 // of those, writes from registered buffers (UseFixedBuffers)
+	Waits       uint64 // settles that waited for a round (roll, close, truncate)
+	Pwrites     uint64 // parts written with pwrite(2) because the ring refused them
 }
 
 // settleTimeout bounds a settle's wait for the device. A write that takes
@@ -134,6 +135,22 @@ func (c *BlockCache) SetWriteRing(r *ioring.Ring) {
 			wb.runReady()
 		})
 	}
+}
+
+// UseFixedBuffers registers the cache's block buffers with r, the owner
+// shard's ring, as fixed buffers (io.uring.fixed.buffers): ring writes and
+// prefetch reads from them are then WRITE_FIXED and READ_FIXED ops, for
+// which the kernel pins no pages per I/O. It registers an empty table of
+// as many slots as the cache's free list holds (at most 16384) and fills a
+// slot as each buffer is made, so the pinned memory is what the pool
+// would keep anyway. Call it on r's thread (the ring is single-issuer).
+// Errors: the kernel's for IORING_REGISTER_BUFFERS2 (EINVAL before Linux
+// 5.19, EBUSY when r has a table); the cache then works as before.
+func (c *BlockCache) UseFixedBuffers(r *ioring.Ring) error {
+	if r == nil {
+		return fmt.Errorf("no ring")
+	}
+	return c.pool.useFixed(r, min(cap(c.pool.free), 1<<14))
 }
 
 // WriteStats returns the cache's ring-write counters (owner shard).
@@ -182,7 +199,16 @@ func (d *directFile) submit() {
 	fd := int(d.raw.OSFile().Fd())
 	for i := range d.parts {
 		w := &d.parts[i]
-		if _, err := wb.ring.Write(fd, w.buf, w.off, false, w); err != nil {
+		var err error
+		if slot, ok := w.blk.fixedSlot(wb.ring); ok {
+			_, err = wb.ring.WriteFixed(fd, w.buf, w.off, slot, false, w)
+			if err == nil {
+				wb.stats.FixedWrites++
+			}
+		} else {
+			_, err = wb.ring.Write(fd, w.buf, w.off, false, w)
+		}
+		if err != nil {
 			// The ring refused (its SQ full even after a submit, a
 			// submit error, the ring closing): write it here instead.
 			// The parts of a round are of different blocks, so this
