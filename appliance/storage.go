@@ -76,7 +76,7 @@ func (b *Broker) prefaultCaches() {
 			t := time.Now()
 			n := st.cache.Prefault()
 			total.Add(n)
-			b.log.Info("prefaulted block cache", "shard", st.id, "bytes", n, "took", time.Since(t).Round(time.Millisecond))
+			b.log.Info("prefaulted block cache", "shard", st.id, "bytes", n, "registered_buffers", st.cache.Stats().BufFixed, "took", time.Since(t).Round(time.Millisecond))
 		})
 	}
 	wg.Wait()

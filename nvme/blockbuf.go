@@ -220,7 +220,11 @@ const pageSize = 4096
 
 func (p *blockPool) put(b *BlockBuf) {
 	if b.slot > 0 {
-		p.fixed.Load().free <- b // room: one per slot
+		select {
+		case p.fixed.Load().free <- b: // room: one per slot
+		default: // only a buffer put twice finds it full
+			p.badReleases.Add(1)
+		}
 		return
 	}
 	if f := p.fixed.Load(); f != nil && f.used.Load() >= f.slots {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -151,6 +152,24 @@ func TestMetricsUnderLoad(t *testing.T) {
 	}
 	if busy <= 0 {
 		t.Errorf("shard busy seconds did not move")
+	}
+	// uring with direct I/O writes segments from block buffers registered
+	// with the shards' rings (io.uring.fixed.buffers, on by default).
+	var fixedWrites, registered float64
+	for k, v := range after {
+		switch {
+		case strings.HasPrefix(k, "ringbroker_log_ring_fixed_writes_total{"):
+			fixedWrites += v - before[k]
+		case strings.HasPrefix(k, "ringbroker_log_cache_buffers_registered{"):
+			registered += v
+		}
+	}
+	if os.Getenv("RB_ENGINE") == "uring" && os.Getenv("RB_IO_MODE") == "direct" {
+		if fixedWrites < 1 || registered < 1 {
+			t.Errorf("uring with direct I/O: %v writes from registered buffers, %v buffers registered; want both > 0", fixedWrites, registered)
+		}
+	} else if fixedWrites != 0 || registered != 0 {
+		t.Errorf("%v writes from registered buffers, %v buffers registered without uring and direct I/O; want 0", fixedWrites, registered)
 	}
 	if _, ok := after["ringbroker_purgatory_produce_size"]; !ok {
 		t.Errorf("no ringbroker_purgatory_produce_size")
