@@ -131,30 +131,35 @@ func newBlockPool(size, align, keep int) *blockPool {
 func (p *blockPool) get() *BlockBuf {
 	f := p.fixed.Load()
 	if f != nil {
-		select {
-		case b := <-f.free:
-			b.refs.Store(1)
-			p.reuses.Add(1)
+		if b := p.reuse(f.free); b != nil {
 			return b
-		default:
 		}
 	}
-	if f == nil || !f.canRegister() {
-		select {
-		case b := <-p.free:
-			b.refs.Store(1)
-			p.reuses.Add(1)
+	register := f != nil && f.canRegister()
+	if !register {
+		if b := p.reuse(p.free); b != nil {
 			return b
-		default:
 		}
 	}
 	p.allocs.Add(1)
 	b := &BlockBuf{b: alignedBuf(p.size, p.align), pool: p}
-	if f != nil && f.canRegister() {
+	if register {
 		f.register(b)
 	}
 	b.refs.Store(1)
 	return b
+}
+
+// reuse takes a free buffer from free, if one is there, with one holder.
+func (p *blockPool) reuse(free chan *BlockBuf) *BlockBuf {
+	select {
+	case b := <-free:
+		b.refs.Store(1)
+		p.reuses.Add(1)
+		return b
+	default:
+		return nil
+	}
 }
 
 // useFixed registers a table of slots buffers with ring, on the calling
