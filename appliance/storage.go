@@ -104,7 +104,11 @@ func (b *Broker) startRingStorage(st *shardState) error {
 	st.asyncReads = st.cache != nil && st.loop.IsRing() && b.cfg.UringDirectReadAsync
 	if st.cache != nil && st.loop.IsRing() && b.cfg.UringFixedBuffers {
 		var err error
-		st.loop.Call(func() { err = st.cache.UseFixedBuffers(st.loop.Ring()) })
+		onFail := func(registered int, err error) {
+			b.log.Warn("the kernel registers no more block buffers with the ring; ring reads and writes from the others pin pages per I/O (raise the memlock limit, e.g. LimitMEMLOCK=infinity)",
+				"shard", st.id, "registered_buffers", registered, "err", err)
+		}
+		st.loop.Call(func() { err = st.cache.UseFixedBuffers(st.loop.Ring(), onFail) })
 		if err != nil {
 			b.log.Warn("cannot register the block cache's buffers with the ring; ring reads and writes pin pages per I/O", "shard", st.id, "err", err)
 		}

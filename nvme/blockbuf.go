@@ -97,8 +97,9 @@ type fixedTable struct {
 	tid    int            // the ring's thread: only it may register
 	free   chan *BlockBuf // registered buffers not in use; cap slots
 	slots  int32
-	used   atomic.Int32 // slots filled
-	failed atomic.Bool  // an update failed (ENOMEM past RLIMIT_MEMLOCK): register no more
+	used   atomic.Int32                    // slots filled
+	failed atomic.Bool                     // an update failed (ENOMEM past RLIMIT_MEMLOCK): register no more
+	onFail func(registered int, err error) // told once, on the ring's thread, when an update fails
 }
 
 // register tries to put b into the table's next empty slot. Call only on
@@ -110,6 +111,9 @@ func (f *fixedTable) register(b *BlockBuf) bool {
 	}
 	if err := f.ring.UpdateBuffers(int(n), [][]byte{b.b}); err != nil {
 		f.failed.Store(true)
+		if f.onFail != nil {
+			f.onFail(int(n), err)
+		}
 		return false
 	}
 	b.slot = n + 1
@@ -164,14 +168,14 @@ func (p *blockPool) reuse(free chan *BlockBuf) *BlockBuf {
 
 // useFixed registers a table of slots buffers with ring, on the calling
 // thread, which must be the ring's, and moves the free buffers into it.
-func (p *blockPool) useFixed(ring *ioring.Ring, slots int) error {
+func (p *blockPool) useFixed(ring *ioring.Ring, slots int, onFail func(int, error)) error {
 	if p.fixed.Load() != nil {
 		return fmt.Errorf("the block buffers are already registered")
 	}
 	if err := ring.RegisterBufferTable(slots); err != nil {
 		return err
 	}
-	f := &fixedTable{ring: ring, tid: unix.Gettid(), free: make(chan *BlockBuf, slots), slots: int32(slots)}
+	f := &fixedTable{ring: ring, tid: unix.Gettid(), free: make(chan *BlockBuf, slots), slots: int32(slots), onFail: onFail}
 	p.fixed.Store(f)
 	for moved := 0; moved < slots; moved++ {
 		select {

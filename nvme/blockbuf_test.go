@@ -2,6 +2,7 @@ package nvme
 
 import (
 	"bytes"
+	"runtime"
 	"testing"
 	"unsafe"
 
@@ -167,10 +168,10 @@ func residentPages(t *testing.T, b []byte) int {
 // A buffer made off the ring's thread is not registered.
 func TestFixedBlockBuffers(t *testing.T) {
 	cache, ring := writeRingCache(t, 4*DefaultCacheBlockBytes)
-	if err := cache.UseFixedBuffers(ring); err != nil {
+	if err := cache.UseFixedBuffers(ring, nil); err != nil {
 		t.Skipf("no sparse buffer table: %v", err)
 	}
-	if err := cache.UseFixedBuffers(ring); err == nil {
+	if err := cache.UseFixedBuffers(ring, nil); err == nil {
 		t.Fatal("a second UseFixedBuffers: no error")
 	}
 	slots := cap(cache.pool.free)
@@ -226,7 +227,7 @@ func TestFixedBlockBuffers(t *testing.T) {
 
 	// Off the ring's thread a new buffer is not registered; on it, it is.
 	c2 := NewBlockCache(4 * DefaultCacheBlockBytes)
-	if err := c2.UseFixedBuffers(mustRing(t)); err != nil {
+	if err := c2.UseFixedBuffers(mustRing(t), nil); err != nil {
 		t.Fatal(err)
 	}
 	other := make(chan *BlockBuf)
@@ -243,6 +244,39 @@ func TestFixedBlockBuffers(t *testing.T) {
 		if got := c2.pool.get(); got != b {
 			t.Fatal("a released registered buffer was not the next one handed out")
 		}
+	}
+}
+
+// TestFixedBlockBuffersRegisterFails: once the kernel refuses a buffer
+// (here: the table is gone; in use, ENOMEM at RLIMIT_MEMLOCK), onFail is
+// told once with the buffers registered so far, and new buffers are plain.
+func TestFixedBlockBuffersRegisterFails(t *testing.T) {
+	runtime.LockOSThread()
+	t.Cleanup(runtime.UnlockOSThread)
+	c := NewBlockCache(4 * DefaultCacheBlockBytes)
+	r := mustRing(t)
+	var calls, reported int
+	var failErr error
+	if err := c.UseFixedBuffers(r, func(n int, err error) { calls, reported, failErr = calls+1, n, err }); err != nil {
+		t.Skipf("no sparse buffer table: %v", err)
+	}
+	first := c.pool.get()
+	if first.slot != 1 {
+		t.Fatalf("first buffer: slot %d, want 1", first.slot)
+	}
+	if err := r.UnregisterBuffers(); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if b := c.pool.get(); b.slot != 0 {
+			t.Fatalf("a buffer made after the failure has slot %d", b.slot)
+		}
+	}
+	if calls != 1 || reported != 1 || failErr == nil {
+		t.Fatalf("onFail: %d calls, last with %d registered and %v; want 1 call with 1 and an error", calls, reported, failErr)
+	}
+	if st := c.Stats(); st.BufFixed != 1 {
+		t.Fatalf("%d buffers registered, want 1", st.BufFixed)
 	}
 }
 

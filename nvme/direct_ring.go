@@ -145,12 +145,17 @@ func (c *BlockCache) SetWriteRing(r *ioring.Ring) {
 // slot as each buffer is made, so the pinned memory is what the pool
 // would keep anyway. Call it on r's thread (the ring is single-issuer).
 // Errors: the kernel's for IORING_REGISTER_BUFFERS2 (EINVAL before Linux
-// 5.19, EBUSY when r has a table); the cache then works as before.
-func (c *BlockCache) UseFixedBuffers(r *ioring.Ring) error {
+// 5.19, EBUSY when r has a table); the cache then works as before. A
+// buffer the kernel refuses to register later (ENOMEM once the pinned
+// memory reaches RLIMIT_MEMLOCK, for users without CAP_IPC_LOCK) ends the
+// registering: onFail (optional) is called once, on r's thread, with the
+// buffers registered until then and the error, and the buffers made from
+// then on are plain ones.
+func (c *BlockCache) UseFixedBuffers(r *ioring.Ring, onFail func(registered int, err error)) error {
 	if r == nil {
 		return fmt.Errorf("no ring")
 	}
-	return c.pool.useFixed(r, min(cap(c.pool.free), 1<<14))
+	return c.pool.useFixed(r, min(cap(c.pool.free), 1<<14), onFail)
 }
 
 // WriteStats returns the cache's ring-write counters (owner shard).
