@@ -245,6 +245,28 @@ func (p *blockPool) put(b *BlockBuf) {
 	}
 }
 
+// ringRead starts a read into buf, a slice of b, at file offset off
+// through ring: READ_FIXED when b is registered with ring (fixed true).
+func (b *BlockBuf) ringRead(ring *ioring.Ring, fd int, buf []byte, off int64, h ioring.Handler) (fixed bool, err error) {
+	if slot, ok := b.fixedSlot(ring); ok {
+		_, err = ring.ReadFixed(fd, buf, off, slot, false, h)
+		return true, err
+	}
+	_, err = ring.Read(fd, buf, off, false, h)
+	return false, err
+}
+
+// ringWrite starts a write of buf, a slice of b, at file offset off
+// through ring: WRITE_FIXED when b is registered with ring (fixed true).
+func (b *BlockBuf) ringWrite(ring *ioring.Ring, fd int, buf []byte, off int64, h ioring.Handler) (fixed bool, err error) {
+	if slot, ok := b.fixedSlot(ring); ok {
+		_, err = ring.WriteFixed(fd, buf, off, slot, false, h)
+		return true, err
+	}
+	_, err = ring.Write(fd, buf, off, false, h)
+	return false, err
+}
+
 // fixedSlot returns b's registered buffer slot on ring, if it has one.
 func (b *BlockBuf) fixedSlot(ring *ioring.Ring) (uint16, bool) {
 	if b.slot == 0 || b.pool == nil {

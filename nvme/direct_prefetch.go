@@ -96,18 +96,14 @@ func (pf *BlockPrefetch) Start(ring *ioring.Ring, done func()) int {
 		d := r.d
 		r.blk = d.cache.newBlock(d.align)
 		fd := int(d.raw.OSFile().Fd())
-		var err error
-		if slot, ok := r.blk.fixedSlot(ring); ok {
-			if _, err = ring.ReadFixed(fd, r.blk.b[:roundUp(r.need, d.align)], r.base, slot, false, r); err == nil {
-				d.cache.stats.FixedReads++
-			}
-		} else {
-			_, err = ring.Read(fd, r.blk.b[:roundUp(r.need, d.align)], r.base, false, r)
-		}
+		fixed, err := r.blk.ringRead(ring, fd, r.blk.b[:roundUp(r.need, d.align)], r.base, r)
 		if err != nil {
 			r.blk.Release()
 			*r = blockRead{}
 			continue
+		}
+		if fixed {
+			d.cache.stats.FixedReads++
 		}
 		started++
 	}

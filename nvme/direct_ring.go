@@ -204,15 +204,7 @@ func (d *directFile) submit() {
 	fd := int(d.raw.OSFile().Fd())
 	for i := range d.parts {
 		w := &d.parts[i]
-		var err error
-		if slot, ok := w.blk.fixedSlot(wb.ring); ok {
-			_, err = wb.ring.WriteFixed(fd, w.buf, w.off, slot, false, w)
-			if err == nil {
-				wb.stats.FixedWrites++
-			}
-		} else {
-			_, err = wb.ring.Write(fd, w.buf, w.off, false, w)
-		}
+		fixed, err := w.blk.ringWrite(wb.ring, fd, w.buf, w.off, w)
 		if err != nil {
 			// The ring refused (its SQ full even after a submit, a
 			// submit error, the ring closing): write it here instead.
@@ -228,6 +220,9 @@ func (d *directFile) submit() {
 		d.flight++
 		wb.flight++
 		wb.stats.RingWrites++
+		if fixed {
+			wb.stats.FixedWrites++
+		}
 	}
 	if d.flight == 0 {
 		d.finishRound(false)
