@@ -375,6 +375,7 @@ func (m *brokerMetrics) writeShardMetrics(w io.Writer) {
 		{"ringbroker_log_ring_write_rounds_total", func(s shardStat) float64 { return float64(s.writes.Rounds) }},
 		{"ringbroker_log_ring_writes_total", func(s shardStat) float64 { return float64(s.writes.RingWrites) }},
 		{"ringbroker_log_ring_fixed_writes_total", func(s shardStat) float64 { return float64(s.writes.FixedWrites) }},
+		{"ringbroker_log_ring_writevs_total", func(s shardStat) float64 { return float64(s.writes.Writevs) }},
 		{"ringbroker_log_ring_writes_in_flight", func(s shardStat) float64 { return float64(s.inFlight) }},
 		{"ringbroker_log_ring_write_waits_total", func(s shardStat) float64 { return float64(s.writes.Waits) }},
 		{"ringbroker_log_ring_write_pwrites_total", func(s shardStat) float64 { return float64(s.writes.Pwrites) }},

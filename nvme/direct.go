@@ -54,6 +54,7 @@ type directFile struct {
 	written   int64
 	queued    []pendingWrite
 	parts     []writePart
+	iov       []unix.Iovec // the round's writev vectors, by part index
 	flight    int
 	flightEnd int64
 	unwritten []unwrittenBlock

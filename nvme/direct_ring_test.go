@@ -631,3 +631,62 @@ func TestDirectRingMarksBounded(t *testing.T) {
 		t.Fatalf("written end %d, log end %d, %d marks left", w, l.LogEndOffset(), len(l.marks))
 	}
 }
+
+// TestDirectRingWritevAcrossBlocks: appends that fill a cache block and go
+// on in the next ones are written, past the rewrite of the block that
+// already held bytes on the device, as one writev over the blocks' buffers
+// (so ext4 converts their fallocated range at once, in order), not as a
+// write per buffer; the disk and a read give back what was appended. With
+// the ring refused, the same ranges go by pwrite, one per buffer.
+func TestDirectRingWritevAcrossBlocks(t *testing.T) {
+	cache, ring, l, dir := ringLog(t, 16*DefaultCacheBlockBytes)
+	var want []byte
+	step := func(valueSizes ...int) WriteStats {
+		t.Helper()
+		before := cache.WriteStats()
+		for _, n := range valueSizes { // no ring run in between: one round in flight, the rest queued behind it
+			want = append(want, bytes.Join(appendN(t, l, 1, 1, n, 0), nil)...)
+		}
+		drainWrites(t, cache, ring)
+		a := cache.WriteStats()
+		return WriteStats{Rounds: a.Rounds - before.Rounds, RingWrites: a.RingWrites - before.RingWrites,
+			Writevs: a.Writevs - before.Writevs, Pwrites: a.Pwrites - before.Pwrites}
+	}
+	if st := step(1000); st.RingWrites != 1 || st.Writevs != 0 {
+		t.Fatalf("first append: %+v, want one plain write", st)
+	}
+	// From the first block into the second: the partly written block, then
+	// the rest of the first buffer and the second in one writev.
+	if st := step(1_048_000); st.Rounds != 1 || st.RingWrites != 2 || st.Writevs != 1 {
+		t.Fatalf("append into the second block: %+v, want 1 round of 2 ring writes, 1 of them a writev", st)
+	}
+	// A small append's round, then ~2.7 MB queued behind it over four
+	// blocks: one write, then the partly written block and one writev.
+	if st := step(100, 900_000, 900_000, 900_000); st.Rounds != 2 || st.RingWrites != 3 || st.Writevs != 1 {
+		t.Fatalf("appends over four blocks: %+v, want 2 rounds of 3 ring writes, 1 of them a writev", st)
+	}
+	if w := l.WrittenEndOffset(); w != l.LogEndOffset() || l.Failure() != nil {
+		t.Fatalf("written end %d, log end %d, failure %v", w, l.LogEndOffset(), l.Failure())
+	}
+	if disk := segmentOnDisk(t, dir, 0); len(disk) < len(want) || !bytes.Equal(disk[:len(want)], want) {
+		t.Fatalf("the %d bytes appended are not on disk", len(want))
+	}
+	res, err := l.Read(0, 1<<30, 1<<62, true)
+	if err != nil || !bytes.Equal(readChunks(t, res), want) {
+		t.Fatalf("read back differs from the %d bytes appended: %v", len(want), err)
+	}
+	releaseAll(res)
+
+	ring.Close()
+	before := cache.WriteStats()
+	want = append(want, bytes.Join(appendN(t, l, 1, 1, 1_048_000, 0), nil)...)
+	if st := cache.WriteStats(); st.RingWrites != before.RingWrites || st.Pwrites != before.Pwrites+3 {
+		t.Fatalf("with the ring closed: %+v, want the partly written block and two buffers' ranges by pwrite", st)
+	}
+	if disk := segmentOnDisk(t, dir, 0); len(disk) < len(want) || !bytes.Equal(disk[:len(want)], want) || l.Failure() != nil {
+		t.Fatalf("the %d bytes appended are not on disk (failure %v)", len(want), l.Failure())
+	}
+	if st := cache.Stats(); st.BufBadReleases != 0 {
+		t.Fatalf("%d bad releases of block buffers", st.BufBadReleases)
+	}
+}

@@ -156,13 +156,19 @@ func TestMetricsUnderLoad(t *testing.T) {
 	// uring with direct I/O writes segments from block buffers registered
 	// with the shards' rings (io.uring.fixed.buffers, on by default).
 	var fixedWrites, registered float64
+	writevSeries := 0
 	for k, v := range after {
 		switch {
 		case strings.HasPrefix(k, "ringbroker_log_ring_fixed_writes_total{"):
 			fixedWrites += v - before[k]
 		case strings.HasPrefix(k, "ringbroker_log_cache_buffers_registered{"):
 			registered += v
+		case strings.HasPrefix(k, "ringbroker_log_ring_writevs_total{"):
+			writevSeries++
 		}
+	}
+	if writevSeries == 0 {
+		t.Errorf("no ringbroker_log_ring_writevs_total series")
 	}
 	if os.Getenv("RB_ENGINE") == "uring" && os.Getenv("RB_IO_MODE") == "direct" {
 		if fixedWrites < 1 || registered < 1 {
