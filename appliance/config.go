@@ -80,6 +80,7 @@ type Config struct {
 	UringDirectReadAsync     bool   // io.uring.direct.read.async: fetches read the cache blocks they miss through the shard's ring (log.io.mode=direct; fetch_wait.go)
 	UringFetchReadMaxBytes   int32  // io.uring.fetch.read.max.bytes: log parts of answers up to this size are read, not spliced (engine.go)
 	UringFetchSendfileMin    int32  // io.uring.fetch.sendfile.min.bytes: page-cached log parts of at least this size go by sendfile(2); 0 never (engine.go)
+	UringSendMaxBytes        int32  // io.uring.send.max.bytes: bytes one send SQE carries at most; 0 unbounded (engine.go)
 	SaslServerMaxReceiveSize int32  // sasl.server.max.receive.size: largest frame before SASL authentication (Kafka's default 512 KiB)
 	LogIOMode                string // buffered | direct
 	LogIOCacheBytes          int64  // log.io.cache.bytes: per-shard block cache of direct mode (storage.go)
@@ -249,6 +250,7 @@ var brokerDefaults = map[string]string{
 	"io.uring.fixed.buffers":            "true",
 	"io.uring.fetch.read.max.bytes":     "1048576",
 	"io.uring.fetch.sendfile.min.bytes": "0",
+	"io.uring.send.max.bytes":           "524288",
 	"log.io.mode":                       "buffered",
 	"log.io.cache.bytes":                "67108864",
 	"log.io.cache.prefault":             "false",
@@ -336,6 +338,7 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 	c.UringFixedBuffers = boolean("io.uring.fixed.buffers")
 	c.UringFetchReadMaxBytes = i32("io.uring.fetch.read.max.bytes")
 	c.UringFetchSendfileMin = i32("io.uring.fetch.sendfile.min.bytes")
+	c.UringSendMaxBytes = i32("io.uring.send.max.bytes")
 	c.SaslServerMaxReceiveSize = i32("sasl.server.max.receive.size")
 	c.LogIOMode = get("log.io.mode")
 	c.LogIOCacheBytes = i64("log.io.cache.bytes")
@@ -426,6 +429,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("socket.request.max.bytes must be >= 1, got %d", c.SocketRequestMaxBytes)
 	case c.FetchMaxBytes < 1024:
 		return fmt.Errorf("fetch.max.bytes must be >= 1024, got %d", c.FetchMaxBytes)
+	case c.UringSendMaxBytes < 0:
+		return fmt.Errorf("io.uring.send.max.bytes must be >= 0, got %d", c.UringSendMaxBytes)
 	case c.LogDir == "":
 		return fmt.Errorf("log.dirs must not be empty")
 	case c.Shards < 0 || c.Shards > 1024:

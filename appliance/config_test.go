@@ -45,6 +45,9 @@ func TestConfigFromProperties(t *testing.T) {
 	if cfg.LogIOCachePrefault {
 		t.Error("log.io.cache.prefault is on by default")
 	}
+	if cfg.UringSendMaxBytes != 512<<10 {
+		t.Errorf("io.uring.send.max.bytes default %d, want 512 KiB", cfg.UringSendMaxBytes)
+	}
 	for _, v := range []string{"true", "TRUE", " True "} {
 		if c, err := ConfigFromProperties(map[string]string{"log.io.cache.prefault": v}); err != nil || !c.LogIOCachePrefault {
 			t.Errorf("log.io.cache.prefault=%q: %v, %v", v, c.LogIOCachePrefault, err)
@@ -65,6 +68,7 @@ func TestConfigFromProperties(t *testing.T) {
 		{"log.io.cache.prefault": "1"}, // Kafka's booleans are true or false only
 		{"log.io.cache.bytes": "0"},
 		{"log.io.cache.bytes": "-5"},
+		{"io.uring.send.max.bytes": "-1"},
 	} {
 		if _, err := ConfigFromProperties(bad); err == nil {
 			t.Errorf("%v accepted", bad)

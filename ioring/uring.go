@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"sync"
@@ -127,6 +128,17 @@ type UringOptions struct {
 	// on the disk. A full socket is waited for with a POLL_ADD. 0 never
 	// (the A/B switch).
 	SendfileMin int
+	// SendMax bounds the bytes one send or writev SQE carries; the rest
+	// of the queue goes in the next SQE, after the completion. A send on
+	// a loopback or fast link copies for as long as the peer keeps
+	// reading, on the shard's thread, and every other connection of the
+	// shard waits for it: in the catch-up bench (a consumer draining a
+	// 200 MB backlog in 16 MiB fetch answers while a producer sends
+	// 50 MB/s), broker-side produce latency during the drain was p90
+	// 13.6-17.8 ms, mean 4.9-5.7 ms unbounded, and p90 6.1-6.9 ms, mean
+	// 2.7-3.4 ms with 512 KiB (netpoll: p90 5.6-10.6, mean 2.2-3.9).
+	// 0 means 512 KiB; negative: unbounded (the A/B switch).
+	SendMax int
 	// SendZCMin sends referenced parts (RingConn.WriteRef) of at least this
 	// many bytes with IORING_OP_SEND_ZC; 0 never (the default: on loopback
 	// and for small responses it costs more than it saves, see the doc). A
@@ -290,6 +302,9 @@ func NewUring(o UringOptions) (Engine, error) {
 		o.FileCopyMax = 1 << 20
 	}
 	o.FileCopyMax = min(o.FileCopyMax, loadBatchMax)
+	if o.SendMax == 0 {
+		o.SendMax = 512 << 10
+	}
 	e := &uring{o: o, stop: make(chan struct{})}
 	for _, s := range o.Shards {
 		us := &uringShard{e: e, sh: s, conns: map[*RingConn]struct{}{}}
@@ -976,9 +991,13 @@ func (c *RingConn) kickOnce() bool {
 		return true
 	}
 	c.zcSent = false
+	limit := c.us.e.o.SendMax
+	if limit < 0 {
+		limit = math.MaxInt
+	}
 	if p.buf == -1 && !c.noZC && c.us.e.o.SendZCMin > 0 && len(p.ref) >= c.us.e.o.SendZCMin {
 		c.zcRes, c.zcSent = 0, true
-		if _, err := c.us.ring.SendZC(c.fd, p.ref, unix.MSG_NOSIGNAL, 0, c.sendH); err != nil {
+		if _, err := c.us.ring.SendZC(c.fd, p.ref[:min(len(p.ref), limit)], unix.MSG_NOSIGNAL, 0, c.sendH); err != nil {
 			c.Abort(err)
 			return true
 		}
@@ -987,18 +1006,22 @@ func (c *RingConn) kickOnce() bool {
 		c.Stats.Sends++
 		return true
 	}
+	// Up to 64 byte parts, SendMax bytes in all (the last part cut).
 	c.iov = c.iov[:0]
-	for i := c.qh; i < len(c.q) && len(c.iov) < 64; i++ {
+	total := 0
+	for i := c.qh; i < len(c.q) && len(c.iov) < 64 && total < limit; i++ {
 		b := c.partBytes(&c.q[i])
 		if b == nil {
 			break
 		}
+		b = b[:min(len(b), limit-total)]
+		total += len(b)
 		c.iov = append(c.iov, unix.Iovec{Base: &b[0]})
 		c.iov[len(c.iov)-1].SetLen(len(b))
 	}
 	var err error
 	if len(c.iov) == 1 {
-		_, err = c.us.ring.Send(c.fd, c.partBytes(&c.q[c.qh]), unix.MSG_NOSIGNAL, c.sendH)
+		_, err = c.us.ring.Send(c.fd, c.partBytes(&c.q[c.qh])[:total], unix.MSG_NOSIGNAL, c.sendH)
 	} else {
 		_, err = c.us.ring.Writev(c.fd, c.iov, 0, c.sendH)
 	}
