@@ -48,6 +48,11 @@ func TestConfigFromProperties(t *testing.T) {
 	if cfg.UringSendMaxBytes != 512<<10 {
 		t.Errorf("io.uring.send.max.bytes default %d, want 512 KiB", cfg.UringSendMaxBytes)
 	}
+	for _, v := range []string{"0", "4096"} {
+		if _, err := ConfigFromProperties(map[string]string{"io.uring.send.max.bytes": v}); err != nil {
+			t.Errorf("io.uring.send.max.bytes=%s: %v", v, err)
+		}
+	}
 	for _, v := range []string{"true", "TRUE", " True "} {
 		if c, err := ConfigFromProperties(map[string]string{"log.io.cache.prefault": v}); err != nil || !c.LogIOCachePrefault {
 			t.Errorf("log.io.cache.prefault=%q: %v, %v", v, c.LogIOCachePrefault, err)
@@ -69,6 +74,8 @@ func TestConfigFromProperties(t *testing.T) {
 		{"log.io.cache.bytes": "0"},
 		{"log.io.cache.bytes": "-5"},
 		{"io.uring.send.max.bytes": "-1"},
+		{"io.uring.send.max.bytes": "13"},
+		{"io.uring.send.max.bytes": "4095"},
 	} {
 		if _, err := ConfigFromProperties(bad); err == nil {
 			t.Errorf("%v accepted", bad)
