@@ -302,8 +302,11 @@ func NewUring(o UringOptions) (Engine, error) {
 		o.FileCopyMax = 1 << 20
 	}
 	o.FileCopyMax = min(o.FileCopyMax, loadBatchMax)
-	if o.SendMax == 0 {
+	switch {
+	case o.SendMax == 0:
 		o.SendMax = 512 << 10
+	case o.SendMax < 0:
+		o.SendMax = math.MaxInt
 	}
 	e := &uring{o: o, stop: make(chan struct{})}
 	for _, s := range o.Shards {
@@ -992,9 +995,6 @@ func (c *RingConn) kickOnce() bool {
 	}
 	c.zcSent = false
 	limit := c.us.e.o.SendMax
-	if limit < 0 {
-		limit = math.MaxInt
-	}
 	if p.buf == -1 && !c.noZC && c.us.e.o.SendZCMin > 0 && len(p.ref) >= c.us.e.o.SendZCMin {
 		c.zcRes, c.zcSent = 0, true
 		if _, err := c.us.ring.SendZC(c.fd, p.ref[:min(len(p.ref), limit)], unix.MSG_NOSIGNAL, 0, c.sendH); err != nil {
