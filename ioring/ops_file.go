@@ -125,7 +125,7 @@ func (r *Ring) Write(fd int, b []byte, off int64, fixedFile bool, h Handler) (ui
 // ReadFixed starts a read into b, a slice of registered buffer bufIndex
 // (see PrepReadFixed).
 func (r *Ring) ReadFixed(fd int, b []byte, off int64, bufIndex uint16, fixedFile bool, h Handler) (uint64, error) {
-	s, ud, err := r.simple(h, bufPtr(b))
+	s, ud, err := r.startRegistered(h, bufPtr(b))
 	if err != nil {
 		return 0, err
 	}
@@ -140,7 +140,7 @@ func (r *Ring) ReadFixed(fd int, b []byte, off int64, bufIndex uint16, fixedFile
 // WriteFixed starts a write from b, a slice of registered buffer bufIndex
 // (see PrepWriteFixed).
 func (r *Ring) WriteFixed(fd int, b []byte, off int64, bufIndex uint16, fixedFile bool, h Handler) (uint64, error) {
-	s, ud, err := r.simple(h, bufPtr(b))
+	s, ud, err := r.startRegistered(h, bufPtr(b))
 	if err != nil {
 		return 0, err
 	}

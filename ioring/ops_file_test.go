@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -215,7 +216,12 @@ func TestFixedBuffersAndFiles(t *testing.T) {
 	for _, c := range cases { // no t.Run: the ring is this goroutine's
 		var hw, hr rec
 		copy(c.buf, "fixed buffer payload")
-		mustUD(t)(r.WriteFixed(c.fd, c.buf[:20], 0, c.idx, c.fixed, &hw))
+		ud := mustUD(t)(r.WriteFixed(c.fd, c.buf[:20], 0, c.idx, c.fixed, &hw))
+		// A registered buffer is kept reachable by the op but not pinned
+		// per op (the kernel pinned its pages at registration).
+		if _, s := r.tab.lookup(ud); s == nil || s.pinned || s.keep[0] != unsafe.Pointer(&c.buf[0]) {
+			t.Fatalf("%s: write fixed in flight: slot %+v", c.name, s)
+		}
 		waitUntil(t, r, hw.done)
 		if hw.last().Res != 20 {
 			t.Fatalf("%s: write fixed: %d (%v)", c.name, hw.last().Res, hw.last().Err())
@@ -230,7 +236,9 @@ func TestFixedBuffersAndFiles(t *testing.T) {
 	// A plain read through the registered file, then an empty slot: EBADF.
 	var h1, h2 rec
 	buf := make([]byte, 6)
-	mustUD(t)(r.Read(1, buf, 0, true, &h1))
+	if _, s := r.tab.lookup(mustUD(t)(r.Read(1, buf, 0, true, &h1))); s == nil || !s.pinned {
+		t.Fatalf("plain read in flight: buffer not pinned")
+	}
 	mustUD(t)(r.Read(0, buf, 0, true, &h2))
 	waitUntil(t, r, func() bool { return h1.done() && h2.done() })
 	if h1.last().Res != 6 || string(buf) != "fixed " {
