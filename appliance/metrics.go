@@ -49,6 +49,7 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+	"github.com/ringbroker/ringbroker/ioring"
 	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -340,16 +341,21 @@ func (m *brokerMetrics) writeShardMetrics(w io.Writer) {
 		cache      nvme.CacheStats // direct mode's block cache
 		writes     nvme.WriteStats // its ring writes (uring engine)
 		inFlight   int
+		loop       ioring.LoopStats // the uring engine's loop and ring counters
+		isRing     bool
 	}
 	shardStats := make([]shardStat, len(b.shards))
 	for i, st := range b.shards {
 		tasks, busy := st.loop.Stats()
 		shardStats[i] = shardStat{tasks: tasks, busy: busy, depth: st.loop.QueueDepth(), fetchReads: st.fetchReads.Load(), prefetches: st.fetchPrefetches.Load(), gc: st.committer.Stats()}
-		if st.cache != nil {
+		if st.loop.IsRing() || st.cache != nil {
 			st.loop.Call(func() {
-				shardStats[i].cache = st.cache.Stats()
-				shardStats[i].writes = st.cache.WriteStats()
-				shardStats[i].inFlight = st.cache.WritesInFlight()
+				shardStats[i].loop, shardStats[i].isRing = st.loop.RingStats()
+				if st.cache != nil {
+					shardStats[i].cache = st.cache.Stats()
+					shardStats[i].writes = st.cache.WriteStats()
+					shardStats[i].inFlight = st.cache.WritesInFlight()
+				}
 			})
 		}
 	}
@@ -386,6 +392,28 @@ func (m *brokerMetrics) writeShardMetrics(w io.Writer) {
 	} {
 		for i, s := range shardStats {
 			fmt.Fprintf(w, "%s{shard=\"%d\"} %g\n", f.name, i, f.val(s))
+		}
+	}
+	// The uring engine's loops: how well they batch (SQEs and CQEs per
+	// enter) and how often they sleep, are woken and pass through the Go
+	// scheduler. Ring shards only.
+	for _, f := range []struct {
+		name string
+		val  func(s ioring.LoopStats) uint64
+	}{
+		{"ringbroker_shard_ring_enters_total", func(s ioring.LoopStats) uint64 { return s.Ring.Enters }},
+		{"ringbroker_shard_ring_sqes_submitted_total", func(s ioring.LoopStats) uint64 { return s.Ring.Submitted }},
+		{"ringbroker_shard_ring_cqes_total", func(s ioring.LoopStats) uint64 { return s.Ring.Completions }},
+		{"ringbroker_shard_ring_cq_overflows_total", func(s ioring.LoopStats) uint64 { return s.Ring.Overflows }},
+		{"ringbroker_shard_ring_cqes_dropped_total", func(s ioring.LoopStats) uint64 { return uint64(s.Ring.Dropped) }},
+		{"ringbroker_shard_loop_sleeps_total", func(s ioring.LoopStats) uint64 { return s.Sleeps }},
+		{"ringbroker_shard_loop_wakeups_total", func(s ioring.LoopStats) uint64 { return s.Wakeups }},
+		{"ringbroker_shard_loop_yields_total", func(s ioring.LoopStats) uint64 { return s.Yields }},
+	} {
+		for i, s := range shardStats {
+			if s.isRing {
+				fmt.Fprintf(w, "%s{shard=\"%d\"} %d\n", f.name, i, f.val(s.loop))
+			}
 		}
 	}
 	for _, st := range b.shards {

@@ -338,3 +338,55 @@ func TestCachePrefaultAtStart(t *testing.T) {
 		}
 	}
 }
+
+// TestUringLoopMetrics produces and reads 2000 records through 2 uring
+// shards and checks the loop and ring counters in the scrape: every shard
+// entered the kernel, submitted SQEs, reaped CQEs and slept, and never
+// dropped a CQE; a netpoll broker reports none of these series.
+func TestUringLoopMetrics(t *testing.T) {
+	if ok, why := ioring.Available(); !ok {
+		t.Skipf("io_uring unavailable: %s", why)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	b := startTestBroker(t, map[string]string{"io.engine": "uring", "shards": "2", "num.partitions": "4", "metrics.listener": "none"})
+	const n = 2000
+	produceAll(ctx, t, b, "lm", n, func(i int) *kgo.Record { return &kgo.Record{Value: []byte(strconv.Itoa(i))} })
+	consumeAll(ctx, t, b, "lm", n, func(r *kgo.Record) int { i, _ := strconv.Atoi(string(r.Value)); return i })
+	var scrape bytes.Buffer
+	b.metrics.writeShardMetrics(&scrape)
+	val := func(name string, shard int) uint64 {
+		t.Helper()
+		prefix := fmt.Sprintf("%s{shard=\"%d\"} ", name, shard)
+		for _, l := range strings.Split(scrape.String(), "\n") {
+			if v, ok := strings.CutPrefix(l, prefix); ok {
+				x, err := strconv.ParseUint(v, 10, 64)
+				if err != nil {
+					t.Fatalf("%s: %v", l, err)
+				}
+				return x
+			}
+		}
+		t.Fatalf("no %s{shard=\"%d\"} in the scrape:\n%s", name, shard, scrape.String())
+		return 0
+	}
+	for shard := range 2 {
+		enters, sqes, cqes := val("ringbroker_shard_ring_enters_total", shard), val("ringbroker_shard_ring_sqes_submitted_total", shard), val("ringbroker_shard_ring_cqes_total", shard)
+		sleeps := val("ringbroker_shard_loop_sleeps_total", shard)
+		if enters == 0 || sqes == 0 || cqes == 0 || sleeps == 0 || sleeps > enters {
+			t.Errorf("shard %d: enters %d, SQEs %d, CQEs %d, sleeps %d", shard, enters, sqes, cqes, sleeps)
+		}
+		if d := val("ringbroker_shard_ring_cqes_dropped_total", shard); d != 0 {
+			t.Errorf("shard %d dropped %d CQEs", shard, d)
+		}
+		val("ringbroker_shard_loop_wakeups_total", shard)
+		val("ringbroker_shard_loop_yields_total", shard)
+		t.Logf("shard %d: enters %d, SQEs %d, CQEs %d, sleeps %d", shard, enters, sqes, cqes, sleeps)
+	}
+	np := startTestBroker(t, map[string]string{"io.engine": "netpoll", "shards": "2", "metrics.listener": "none"})
+	scrape.Reset()
+	np.metrics.writeShardMetrics(&scrape)
+	if strings.Contains(scrape.String(), "ringbroker_shard_ring_") || strings.Contains(scrape.String(), "ringbroker_shard_loop_") {
+		t.Errorf("netpoll broker reports ring loop series:\n%s", scrape.String())
+	}
+}

@@ -38,6 +38,8 @@ type ringState struct {
 	tickers []func(now time.Time)
 	closers []func()
 	wakeups uint64 // eventfd reads completed
+	sleeps  uint64 // waits in io_uring_enter(2) for a completion
+	yields  uint64 // passes through the Go scheduler (schedYieldEvery, yieldBeforeSleep)
 }
 
 // wake writes the eventfd if the loop sleeps (or is about to).
@@ -154,6 +156,24 @@ func (s *Shard) OnClose(fn func()) { s.rs.closers = append(s.rs.closers, fn) }
 // Wakeups is the number of eventfd wake-ups the loop has taken (loop only).
 func (s *Shard) Wakeups() uint64 { return s.rs.wakeups }
 
+// LoopStats counts what a ring shard's loop did since it started. Read it
+// with RingStats, on the loop.
+type LoopStats struct {
+	Ring    Stats  // the ring's own counters (enters, SQEs, CQEs, overflows)
+	Sleeps  uint64 // waits in io_uring_enter(2) for a completion
+	Wakeups uint64 // eventfd wake-ups: closures posted to a sleeping loop
+	Yields  uint64 // runtime.Gosched calls (schedYieldEvery, yieldBeforeSleep)
+}
+
+// RingStats reports the loop's counters; ok is false for a netpoll shard.
+// Call it from the loop (Shard.Call from elsewhere).
+func (s *Shard) RingStats() (st LoopStats, ok bool) {
+	if s.rs == nil || s.rs.ring == nil {
+		return LoopStats{}, false
+	}
+	return LoopStats{Ring: s.rs.ring.Stats(), Sleeps: s.rs.sleeps, Wakeups: s.rs.wakeups, Yields: s.rs.yields}, true
+}
+
 func (s *Shard) armWake() {
 	if _, err := s.rs.ring.Read(s.rs.efd, s.rs.efdBuf[:], 0, false, s.rs.wakeH); err != nil && err != ErrClosed {
 		panic(fmt.Sprintf("ioring: cannot arm the wake-up read of shard %d: %v", s.id, err))
@@ -203,6 +223,7 @@ func (s *Shard) ringLoop(o ShardOptions, ready chan<- error) {
 		start := time.Now()
 		if start.Sub(lastYield) >= schedYieldEvery {
 			lastYield = start
+			rs.yields++
 			runtime.Gosched() // see schedYieldEvery
 		}
 		n := uint64(0)
@@ -244,9 +265,11 @@ func (s *Shard) ringLoop(o ShardOptions, ready chan<- error) {
 			continue
 		}
 		if yieldBeforeSleep() {
+			rs.yields++
 			runtime.Gosched()
 			lastYield = time.Now()
 		}
+		rs.sleeps++
 		_, _ = r.Wait(1, sleepFor(time.Now(), lastYield, lastWork))
 		rs.sleeping.Store(false)
 	}
