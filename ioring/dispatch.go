@@ -153,18 +153,11 @@ func (r *Ring) Start(h Handler, keep []byte) (*SQE, uint64, error) {
 }
 
 // start reserves an SQE and a slot for an op with handler h; keep0/keep1 are
-// the memory the kernel will read or write. The caller preps the SQE and
-// then sets its UserData to the returned token (prep clears it).
+// the memory the kernel will read or write, kept reachable and pinned until
+// the op's last CQE. The caller preps the SQE and then sets its UserData to
+// the returned token (prep clears it).
 func (r *Ring) start(h Handler, keep0, keep1 unsafe.Pointer) (*SQE, *slot, uint64, error) {
-	if r.closing || r.closed {
-		return nil, nil, 0, ErrClosed
-	}
-	sqe, err := r.sqe()
-	if err != nil {
-		return nil, nil, 0, err
-	}
-	i, s := r.tab.alloc(h, keep0, keep1, true)
-	return sqe, s, token(i, s), nil
+	return r.startOp(h, keep0, keep1, true)
 }
 
 // startRegistered is start for an op on a registered buffer (ReadFixed,
@@ -173,15 +166,20 @@ func (r *Ring) start(h Handler, keep0, keep1 unsafe.Pointer) (*SQE, *slot, uint6
 // registered buffers reachable (RegisterBuffers); pinning it per op cost
 // ~1% of a shard's CPU at 200 MB/s of direct writes.
 func (r *Ring) startRegistered(h Handler, buf unsafe.Pointer) (*SQE, uint64, error) {
+	sqe, _, ud, err := r.startOp(h, buf, nil, false)
+	return sqe, ud, err
+}
+
+func (r *Ring) startOp(h Handler, keep0, keep1 unsafe.Pointer, pin bool) (*SQE, *slot, uint64, error) {
 	if r.closing || r.closed {
-		return nil, 0, ErrClosed
+		return nil, nil, 0, ErrClosed
 	}
 	sqe, err := r.sqe()
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
-	i, s := r.tab.alloc(h, buf, nil, false)
-	return sqe, token(i, s), nil
+	i, s := r.tab.alloc(h, keep0, keep1, pin)
+	return sqe, s, token(i, s), nil
 }
 
 // Reap dispatches every CQE available now, without entering the kernel
