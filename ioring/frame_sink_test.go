@@ -17,6 +17,7 @@ type sinkServer struct {
 	owned, copied atomic.Int64
 	buffers       atomic.Int64
 	directRecvs   atomic.Int64 // of the closed connections
+	switches      atomic.Int64 // their DirectSwitches
 }
 
 type sinkConn struct {
@@ -37,6 +38,7 @@ func (k *sinkConn) OnFrame(f []byte) FrameAction {
 
 func (k *sinkConn) OnClose(err error) {
 	k.s.directRecvs.Add(int64(k.c.Stats.DirectRecvs))
+	k.s.switches.Add(int64(k.c.Stats.DirectSwitches))
 	k.echoConn.OnClose(err)
 }
 
@@ -138,5 +140,70 @@ func TestUringFrameSinkTruncated(t *testing.T) {
 	}
 	if timeouts != 1 {
 		t.Fatalf("errors %v, want one ErrFrameTimeout", srv.errs)
+	}
+}
+
+// TestUringFrameSinkWholeFrames: a large frame that is in the socket whole
+// when the multishot recv reads it is assembled from the receive buffers
+// without ending the multishot recv (no cancel, no direct recv), while one
+// whose second half comes later is finished by a recv straight into its
+// storage.
+func TestUringFrameSinkWholeFrames(t *testing.T) {
+	srv := &sinkServer{}
+	e := startUring(t, 1, srv, UringOptions{MaxFrame: 1 << 20, RecvBufSize: 4096, RecvBuffers: 16})
+	waitClosed := func(n int64) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for srv.closed.Load() < n && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if srv.closed.Load() < n {
+			t.Fatalf("%d connections closed, want %d", srv.closed.Load(), n)
+		}
+	}
+
+	c, err := net.Dial("tcp", e.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const whole = 10
+	for i := 0; i < whole; i++ {
+		f := bytes.Repeat([]byte{byte(i)}, 20000) // one write, one loopback segment
+		if _, err := c.Write(frame(f)); err != nil {
+			t.Fatal(err)
+		}
+		if got := readFrame(t, c); !bytes.Equal(got, f) {
+			t.Fatalf("frame %d came back as %d bytes", i, len(got))
+		}
+	}
+	c.Close()
+	waitClosed(1)
+	if srv.owned.Load() != whole || srv.switches.Load() != 0 || srv.directRecvs.Load() != 0 {
+		t.Fatalf("whole frames: owned %d, multishot recvs ended %d, direct recvs %d; want %d, 0, 0",
+			srv.owned.Load(), srv.switches.Load(), srv.directRecvs.Load(), whole)
+	}
+
+	c, err = net.Dial("tcp", e.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	f := bytes.Repeat([]byte{7}, 60000)
+	all := frame(f)
+	if _, err := c.Write(all[:30000]); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if _, err := c.Write(all[30000:]); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFrame(t, c); !bytes.Equal(got, f) {
+		t.Fatalf("split frame came back as %d bytes", len(got))
+	}
+	c.Close()
+	waitClosed(2)
+	if srv.owned.Load() != whole+1 || srv.switches.Load() != 1 || srv.directRecvs.Load() == 0 {
+		t.Fatalf("split frame: owned %d, multishot recvs ended %d, direct recvs %d; want %d, 1, >0",
+			srv.owned.Load(), srv.switches.Load(), srv.directRecvs.Load(), whole+1)
 	}
 }

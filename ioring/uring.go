@@ -225,6 +225,7 @@ type RingConn struct {
 type ConnStats struct {
 	Frames, RecvBytes, SentBytes, Sends, Splices, FileReads uint64
 	DirectRecvs                                             uint64 // recvs straight into a large frame's storage
+	DirectSwitches                                          uint64 // multishot recvs ended for such recvs (goDirect)
 	Sendfiles                                               uint64 // sendfile(2) calls that sent bytes (UringOptions.SendfileMin)
 }
 
@@ -613,6 +614,22 @@ func (c *RingConn) onBigRecv(cqe CQE) {
 	c.finishClose()
 }
 
+// goDirect ends the multishot recv so that the rest of the large frame
+// being assembled is received straight into its storage: its last
+// completion arms a recv into big. It is called only once the socket is
+// drained (no IORING_CQE_F_SOCK_NONEMPTY): the multishot recv takes what
+// the socket holds into the buffer ring before the first of its
+// completions is seen, so a frame that arrived whole is in the buffers
+// already, and cancelling then (as before) cost a cancel, an ECANCELED
+// completion and a new multishot recv per frame for nothing.
+func (c *RingConn) goDirect() {
+	if c.recvArmed && !c.direct && !c.cancelled && !c.closing {
+		c.cancelled = true
+		c.Stats.DirectSwitches++
+		_, _ = c.us.ring.Cancel(c.recvUD, 0, nil)
+	}
+}
+
 // deliverBig hands the completed large frame to the sink.
 func (c *RingConn) deliverBig() {
 	frame := c.big
@@ -641,6 +658,8 @@ func (c *RingConn) onRecv(cqe CQE) {
 		c.us.br.Recycle(id)
 		if !cqe.More() {
 			c.armRecv()
+		} else if c.big != nil && cqe.Flags&CQEFSockNonempty == 0 {
+			c.goDirect()
 		}
 	case cqe.Res == 0:
 		c.Abort(nil) // EOF
@@ -727,12 +746,8 @@ func (c *RingConn) cut(b []byte) []byte {
 				// Assemble it in the handler's storage (FrameSink).
 				c.big = c.sink.FrameBuffer(int(size))
 				c.bigFill = copy(c.big, b[4:])
-				// The rest goes straight into it: the multishot recv
-				// ends, and its last completion arms a recv into big.
-				if c.recvArmed && !c.direct && !c.cancelled {
-					c.cancelled = true
-					_, _ = c.us.ring.Cancel(c.recvUD, 0, nil)
-				}
+				// The rest goes straight into it once the socket is
+				// drained (onRecv, goDirect).
 				return nil
 			}
 			break
