@@ -18,6 +18,7 @@ type sinkServer struct {
 	buffers       atomic.Int64
 	directRecvs   atomic.Int64 // of the closed connections
 	switches      atomic.Int64 // their DirectSwitches
+	headerRecvs   atomic.Int64 // their HeaderRecvs
 }
 
 type sinkConn struct {
@@ -39,6 +40,7 @@ func (k *sinkConn) OnFrame(f []byte) FrameAction {
 func (k *sinkConn) OnClose(err error) {
 	k.s.directRecvs.Add(int64(k.c.Stats.DirectRecvs))
 	k.s.switches.Add(int64(k.c.Stats.DirectSwitches))
+	k.s.headerRecvs.Add(int64(k.c.Stats.HeaderRecvs))
 	k.echoConn.OnClose(err)
 }
 
@@ -143,12 +145,15 @@ func TestUringFrameSinkTruncated(t *testing.T) {
 	}
 }
 
-// TestUringFrameSinkWholeFrames: a large frame that is in the socket whole
-// when the multishot recv reads it is assembled from the receive buffers
-// without ending the multishot recv (no cancel, no direct recv), while one
-// whose second half comes later is finished by a recv straight into its
-// storage.
-func TestUringFrameSinkWholeFrames(t *testing.T) {
+// TestUringFrameSinkHeaderMode: a large frame that is in the socket whole
+// when the multishot recv reads it is assembled from the receive buffers,
+// and the multishot recv ends only then; the large frames after it are
+// received through header mode (a recv of the next frame's first bytes,
+// then one straight into its storage), and a small frame goes back to the
+// multishot recv. A large frame whose second half comes later ends the
+// multishot recv once the socket is drained and is finished by a recv
+// straight into its storage.
+func TestUringFrameSinkHeaderMode(t *testing.T) {
 	srv := &sinkServer{}
 	e := startUring(t, 1, srv, UringOptions{MaxFrame: 1 << 20, RecvBufSize: 4096, RecvBuffers: 16})
 	waitClosed := func(n int64) {
@@ -161,26 +166,39 @@ func TestUringFrameSinkWholeFrames(t *testing.T) {
 			t.Fatalf("%d connections closed, want %d", srv.closed.Load(), n)
 		}
 	}
+	echo := func(c net.Conn, f []byte) {
+		t.Helper()
+		if _, err := c.Write(frame(f)); err != nil {
+			t.Fatal(err)
+		}
+		if got := readFrame(t, c); !bytes.Equal(got, f) {
+			t.Fatalf("a frame of %d bytes came back as %d", len(f), len(got))
+		}
+	}
 
 	c, err := net.Dial("tcp", e.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	const whole = 10
-	for i := 0; i < whole; i++ {
-		f := bytes.Repeat([]byte{byte(i)}, 20000) // one write, one loopback segment
-		if _, err := c.Write(frame(f)); err != nil {
-			t.Fatal(err)
-		}
-		if got := readFrame(t, c); !bytes.Equal(got, f) {
-			t.Fatalf("frame %d came back as %d bytes", i, len(got))
-		}
+	const large, small = 10, 5
+	for i := 0; i < large; i++ {
+		echo(c, bytes.Repeat([]byte{byte(i)}, 20000)) // one write, one loopback segment
 	}
+	for i := 0; i < small; i++ {
+		echo(c, bytes.Repeat([]byte{byte(i)}, 100))
+	}
+	echo(c, bytes.Repeat([]byte{1}, 30000)) // from the multishot recv's buffers again
 	c.Close()
 	waitClosed(1)
-	if srv.owned.Load() != whole || srv.switches.Load() != 0 || srv.directRecvs.Load() != 0 {
-		t.Fatalf("whole frames: owned %d, multishot recvs ended %d, direct recvs %d; want %d, 0, 0",
-			srv.owned.Load(), srv.switches.Load(), srv.directRecvs.Load(), whole)
+	// The first large frame ends the multishot recv; frames 2-10 take a
+	// header recv and a direct recv each; the first small frame one header
+	// recv, after which the multishot recv reads; the last large frame
+	// ends it again.
+	if srv.owned.Load() != large+1 || srv.copied.Load() != small || srv.switches.Load() != 2 ||
+		srv.headerRecvs.Load() != large || srv.directRecvs.Load() < large-1 {
+		t.Fatalf("owned %d, copied %d, multishot recvs ended %d, header recvs %d, direct recvs %d; want %d, %d, 2, %d, >= %d",
+			srv.owned.Load(), srv.copied.Load(), srv.switches.Load(), srv.headerRecvs.Load(), srv.directRecvs.Load(),
+			large+1, small, large, large-1)
 	}
 
 	c, err = net.Dial("tcp", e.Addr().String())
@@ -200,10 +218,11 @@ func TestUringFrameSinkWholeFrames(t *testing.T) {
 	if got := readFrame(t, c); !bytes.Equal(got, f) {
 		t.Fatalf("split frame came back as %d bytes", len(got))
 	}
+	direct := srv.directRecvs.Load()
 	c.Close()
 	waitClosed(2)
-	if srv.owned.Load() != whole+1 || srv.switches.Load() != 1 || srv.directRecvs.Load() == 0 {
-		t.Fatalf("split frame: owned %d, multishot recvs ended %d, direct recvs %d; want %d, 1, >0",
-			srv.owned.Load(), srv.switches.Load(), srv.directRecvs.Load(), whole+1)
+	if srv.owned.Load() != large+2 || srv.switches.Load() != 3 || srv.directRecvs.Load() == direct {
+		t.Fatalf("split frame: owned %d, multishot recvs ended %d, direct recvs %d (%d before); want %d, 3, more",
+			srv.owned.Load(), srv.switches.Load(), srv.directRecvs.Load(), direct, large+2)
 	}
 }

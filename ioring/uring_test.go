@@ -68,12 +68,12 @@ func (e *echoConn) OnFrame(f []byte) FrameAction {
 }
 
 func (e *echoConn) OnClose(err error) {
-	e.s.closed.Add(1)
 	if err != nil {
 		e.s.mu.Lock()
 		e.s.errs = append(e.s.errs, err)
 		e.s.mu.Unlock()
 	}
+	e.s.closed.Add(1) // after errs: tests read errs once closed counts them
 }
 
 func startUring(t testing.TB, shards int, h ConnHandler, o UringOptions) Engine {
