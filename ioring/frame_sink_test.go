@@ -226,3 +226,94 @@ func TestUringFrameSinkHeaderMode(t *testing.T) {
 			srv.owned.Load(), srv.switches.Load(), srv.directRecvs.Load(), direct, large+2)
 	}
 }
+
+// TestUringHeaderModeTruncated: in header mode (after a large frame), a
+// large frame that stops halfway is closed after FrameTimeout, and one
+// whose peer resets halfway is dropped; neither reaches OnOwnedFrame, and
+// the shard goes on serving.
+func TestUringHeaderModeTruncated(t *testing.T) {
+	srv := &sinkServer{}
+	e := startUring(t, 1, srv, UringOptions{MaxFrame: 1 << 20, FrameTimeout: 200 * time.Millisecond})
+	whole := bytes.Repeat([]byte{3}, 100000) // spans receive buffers: assembled in FrameBuffer's storage
+	half := frame(make([]byte, 100000))[:50000]
+	open := func() net.Conn {
+		c, err := net.Dial("tcp", e.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Write(frame(whole)); err != nil {
+			t.Fatal(err)
+		}
+		if got := readFrame(t, c); !bytes.Equal(got, whole) {
+			t.Fatalf("the first frame came back as %d bytes", len(got))
+		}
+		if _, err := c.Write(half); err != nil { // read in header mode
+			t.Fatal(err)
+		}
+		return c
+	}
+	stalled := open()
+	defer stalled.Close()
+	reset := open()
+	deadline := time.Now().Add(10 * time.Second)
+	for srv.buffers.Load() < 4 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	reset.(*net.TCPConn).SetLinger(0)
+	reset.Close()
+	stalled.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := stalled.Read(make([]byte, 1)); err == nil {
+		t.Fatal("a stalled large frame in header mode did not close the connection")
+	}
+	for srv.closed.Load() < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if srv.buffers.Load() != 4 || srv.owned.Load() != 2 || srv.closed.Load() != 2 || srv.headerRecvs.Load() < 2 {
+		t.Fatalf("buffers %d, owned frames %d, closed %d, header recvs %d; want 4, 2, 2, >= 2",
+			srv.buffers.Load(), srv.owned.Load(), srv.closed.Load(), srv.headerRecvs.Load())
+	}
+	srv.mu.Lock()
+	errs := append([]error(nil), srv.errs...)
+	srv.mu.Unlock()
+	timeouts := 0
+	for _, err := range errs {
+		if errors.Is(err, ErrFrameTimeout) {
+			timeouts++
+		}
+	}
+	if timeouts != 1 || len(errs) != 2 {
+		t.Fatalf("errors %v, want one ErrFrameTimeout and the reset's", errs)
+	}
+	echoPipelined(t, e.Addr().String(), [][]byte{whole, []byte("after")}, 7000) // still serving
+}
+
+// TestUringHeaderModeOneBuffer: a large frame that fits in one receive
+// buffer (cut from it, not assembled) also puts the connection in header
+// mode, and a frame of at most 16 KiB takes it out.
+func TestUringHeaderModeOneBuffer(t *testing.T) {
+	srv := &sinkServer{}
+	e := startUring(t, 1, srv, UringOptions{MaxFrame: 1 << 20}) // 32 KiB receive buffers
+	frames := [][]byte{bytes.Repeat([]byte{1}, 20000), bytes.Repeat([]byte{2}, 20000), []byte("small"), []byte("small")}
+	c, err := net.Dial("tcp", e.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range frames {
+		if _, err := c.Write(frame(f)); err != nil {
+			t.Fatal(err)
+		}
+		if got := readFrame(t, c); !bytes.Equal(got, f) {
+			t.Fatalf("a frame of %d bytes came back as %d", len(f), len(got))
+		}
+	}
+	c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for srv.closed.Load() < 1 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The second frame and the first small one are read in header mode;
+	// the last small one by the multishot recv.
+	if srv.closed.Load() != 1 || srv.headerRecvs.Load() != 2 {
+		t.Fatalf("closed %d, header recvs %d; want 1, 2", srv.closed.Load(), srv.headerRecvs.Load())
+	}
+}
