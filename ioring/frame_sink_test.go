@@ -99,6 +99,25 @@ func TestUringFrameSink(t *testing.T) {
 	}
 }
 
+// awaitStallClose waits until srv has handed out buffers frame buffers,
+// runs drop (the other peer leaves halfway), checks that the server closes
+// stalled (FrameTimeout), and waits until both connections are closed.
+func awaitStallClose(t *testing.T, srv *sinkServer, buffers int64, stalled net.Conn, drop func()) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for srv.buffers.Load() < buffers && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	drop()
+	stalled.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := stalled.Read(make([]byte, 1)); err == nil {
+		t.Fatal("a stalled large frame did not close the connection")
+	}
+	for srv.closed.Load() < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // TestUringFrameSinkTruncated: a large frame that stops halfway is closed
 // after FrameTimeout, and one whose peer leaves halfway is dropped; neither
 // reaches OnOwnedFrame.
@@ -117,18 +136,7 @@ func TestUringFrameSinkTruncated(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone.Write(half)
-	deadline := time.Now().Add(10 * time.Second)
-	for srv.buffers.Load() < 2 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	gone.Close()
-	stalled.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, err := stalled.Read(make([]byte, 1)); err == nil {
-		t.Fatal("a stalled large frame did not close the connection")
-	}
-	for srv.closed.Load() < 2 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	awaitStallClose(t, srv, 2, stalled, func() { gone.Close() })
 	if srv.buffers.Load() != 2 || srv.owned.Load() != 0 || srv.closed.Load() != 2 {
 		t.Fatalf("buffers %d, owned frames %d, closed %d; want 2, 0, 2", srv.buffers.Load(), srv.owned.Load(), srv.closed.Load())
 	}
@@ -255,19 +263,10 @@ func TestUringHeaderModeTruncated(t *testing.T) {
 	stalled := open()
 	defer stalled.Close()
 	reset := open()
-	deadline := time.Now().Add(10 * time.Second)
-	for srv.buffers.Load() < 4 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	reset.(*net.TCPConn).SetLinger(0)
-	reset.Close()
-	stalled.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, err := stalled.Read(make([]byte, 1)); err == nil {
-		t.Fatal("a stalled large frame in header mode did not close the connection")
-	}
-	for srv.closed.Load() < 2 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	awaitStallClose(t, srv, 4, stalled, func() {
+		reset.(*net.TCPConn).SetLinger(0)
+		reset.Close()
+	})
 	if srv.buffers.Load() != 4 || srv.owned.Load() != 2 || srv.closed.Load() != 2 || srv.headerRecvs.Load() < 2 {
 		t.Fatalf("buffers %d, owned frames %d, closed %d, header recvs %d; want 4, 2, 2, >= 2",
 			srv.buffers.Load(), srv.owned.Load(), srv.closed.Load(), srv.headerRecvs.Load())
