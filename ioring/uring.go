@@ -664,12 +664,12 @@ func (c *RingConn) onBigRecv(cqe CQE) {
 // goDirect ends the multishot recv so that the rest of the large frame
 // being assembled is received straight into its storage, or, after a large
 // frame, the next frame through hdr: its last completion arms that recv
-// (armRecv). It is called only once the socket is
-// drained (no IORING_CQE_F_SOCK_NONEMPTY): the multishot recv takes what
-// the socket holds into the buffer ring before the first of its
-// completions is seen, so a frame that arrived whole is in the buffers
-// already, and cancelling then (as before) cost a cancel, an ECANCELED
-// completion and a new multishot recv per frame for nothing.
+// (armRecv). It is called only once the socket is drained (no
+// IORING_CQE_F_SOCK_NONEMPTY): the multishot recv takes what the socket
+// holds into the buffer ring before the first of its completions is seen,
+// so a frame that arrived whole is in the buffers already, and cancelling
+// then (as before) cost a cancel, an ECANCELED completion and a new
+// multishot recv per frame for nothing.
 func (c *RingConn) goDirect() {
 	if c.recvArmed && !c.direct && !c.cancelled && !c.closing {
 		c.cancelled = true
