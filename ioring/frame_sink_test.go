@@ -99,6 +99,29 @@ func TestUringFrameSink(t *testing.T) {
 	}
 }
 
+// echoFrame writes f as one frame on c and checks that it comes back.
+func echoFrame(t *testing.T, c net.Conn, f []byte) {
+	t.Helper()
+	if _, err := c.Write(frame(f)); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFrame(t, c); !bytes.Equal(got, f) {
+		t.Fatalf("a frame of %d bytes came back as %d", len(f), len(got))
+	}
+}
+
+// waitClosed waits up to 5 s until srv has closed n connections.
+func waitClosed(t *testing.T, srv *sinkServer, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for srv.closed.Load() < n && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if srv.closed.Load() < n {
+		t.Fatalf("%d connections closed, want %d", srv.closed.Load(), n)
+	}
+}
+
 // awaitStallClose waits until srv has handed out buffers frame buffers,
 // runs drop (the other peer leaves halfway), checks that the server closes
 // stalled (FrameTimeout), and waits until both connections are closed.
@@ -164,40 +187,20 @@ func TestUringFrameSinkTruncated(t *testing.T) {
 func TestUringFrameSinkHeaderMode(t *testing.T) {
 	srv := &sinkServer{}
 	e := startUring(t, 1, srv, UringOptions{MaxFrame: 1 << 20, RecvBufSize: 4096, RecvBuffers: 16})
-	waitClosed := func(n int64) {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for srv.closed.Load() < n && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
-		if srv.closed.Load() < n {
-			t.Fatalf("%d connections closed, want %d", srv.closed.Load(), n)
-		}
-	}
-	echo := func(c net.Conn, f []byte) {
-		t.Helper()
-		if _, err := c.Write(frame(f)); err != nil {
-			t.Fatal(err)
-		}
-		if got := readFrame(t, c); !bytes.Equal(got, f) {
-			t.Fatalf("a frame of %d bytes came back as %d", len(f), len(got))
-		}
-	}
-
 	c, err := net.Dial("tcp", e.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	const large, small = 10, 5
 	for i := 0; i < large; i++ {
-		echo(c, bytes.Repeat([]byte{byte(i)}, 20000)) // one write, one loopback segment
+		echoFrame(t, c, bytes.Repeat([]byte{byte(i)}, 20000)) // one write, one loopback segment
 	}
 	for i := 0; i < small; i++ {
-		echo(c, bytes.Repeat([]byte{byte(i)}, 100))
+		echoFrame(t, c, bytes.Repeat([]byte{byte(i)}, 100))
 	}
-	echo(c, bytes.Repeat([]byte{1}, 30000)) // from the multishot recv's buffers again
+	echoFrame(t, c, bytes.Repeat([]byte{1}, 30000)) // from the multishot recv's buffers again
 	c.Close()
-	waitClosed(1)
+	waitClosed(t, srv, 1)
 	// The first large frame ends the multishot recv; frames 2-10 take a
 	// header recv and a direct recv each; the first small frame one header
 	// recv, after which the multishot recv reads; the last large frame
@@ -228,7 +231,7 @@ func TestUringFrameSinkHeaderMode(t *testing.T) {
 	}
 	direct := srv.directRecvs.Load()
 	c.Close()
-	waitClosed(2)
+	waitClosed(t, srv, 2)
 	if srv.owned.Load() != large+2 || srv.switches.Load() != 3 || srv.directRecvs.Load() == direct {
 		t.Fatalf("split frame: owned %d, multishot recvs ended %d, direct recvs %d (%d before); want %d, 3, more",
 			srv.owned.Load(), srv.switches.Load(), srv.directRecvs.Load(), direct, large+2)
@@ -298,18 +301,10 @@ func TestUringHeaderModeOneBuffer(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range frames {
-		if _, err := c.Write(frame(f)); err != nil {
-			t.Fatal(err)
-		}
-		if got := readFrame(t, c); !bytes.Equal(got, f) {
-			t.Fatalf("a frame of %d bytes came back as %d", len(f), len(got))
-		}
+		echoFrame(t, c, f)
 	}
 	c.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for srv.closed.Load() < 1 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitClosed(t, srv, 1)
 	// The second frame and the first small one are read in header mode;
 	// the last small one by the multishot recv.
 	if srv.closed.Load() != 1 || srv.headerRecvs.Load() != 2 {
