@@ -86,6 +86,7 @@ type Config struct {
 	LogIOCacheBytes          int64  // log.io.cache.bytes: per-shard block cache of direct mode (storage.go)
 	LogIOCachePrefault       bool   // log.io.cache.prefault: allocate and touch each shard's cache buffers, and large request buffers, at start (storage.go)
 	LogIOPreallocChunk       int64  // log.io.preallocate.chunk.bytes: how far ahead of its data direct mode fallocates the active segment (storage.go)
+	LogIOPreallocZero        bool   // log.io.preallocate.zero: direct mode writes zeros over the chunks it fallocates past a segment's first (nvme/prealloc.go)
 	ConnectionsMaxIdleMs     int64
 	MetricsListener          string // metrics.listener: host:port of /metrics, /healthz, /readyz; "" or "none" disables
 	ProducerIDExpirationMs   int64  // producer.id.expiration.ms: idempotent producer state is forgotten after this long idle
@@ -255,6 +256,7 @@ var brokerDefaults = map[string]string{
 	"log.io.cache.bytes":                "67108864",
 	"log.io.cache.prefault":             "false",
 	"log.io.preallocate.chunk.bytes":    "16777216",
+	"log.io.preallocate.zero":           "true",
 	"offsets.topic.num.partitions":      "50",
 	"offsets.topic.replication.factor":  "1",
 
@@ -344,6 +346,7 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 	c.LogIOCacheBytes = i64("log.io.cache.bytes")
 	c.LogIOCachePrefault = boolean("log.io.cache.prefault")
 	c.LogIOPreallocChunk = i64("log.io.preallocate.chunk.bytes")
+	c.LogIOPreallocZero = boolean("log.io.preallocate.zero")
 	c.MetricsListener = strings.TrimSpace(get("metrics.listener"))
 	c.ClusterID = props["cluster.id"]
 	c.AuthorizerClassName = strings.TrimSpace(get("authorizer.class.name"))

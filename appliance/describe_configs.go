@@ -279,6 +279,7 @@ var brokerPropTypes = map[string]kmsg.ConfigType{
 	"log.io.cache.bytes":               kmsg.ConfigTypeLong,
 	"log.io.cache.prefault":            kmsg.ConfigTypeBoolean,
 	"log.io.preallocate.chunk.bytes":   kmsg.ConfigTypeLong,
+	"log.io.preallocate.zero":          kmsg.ConfigTypeBoolean,
 }
 
 func brokerPropType(k string) kmsg.ConfigType {

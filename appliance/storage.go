@@ -89,6 +89,7 @@ func (b *Broker) storageOptions(st *shardState, t *TopicImage, o nvme.Options) n
 	o.IOMode = b.cfg.LogIOMode
 	o.Preallocate = b.effectiveTopicConfigs(t)["preallocate"] == "true"
 	o.PreallocateChunk = b.cfg.LogIOPreallocChunk
+	o.PreallocateUnwritten = !b.cfg.LogIOPreallocZero
 	o.Cache = st.cache
 	o.Alignment = b.device.Alignment()
 	return o

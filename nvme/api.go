@@ -57,6 +57,12 @@ type Options struct {
 	// Preallocate) fallocates the active segment, in bytes, rounded up to
 	// 1 MiB; 0 means DefaultPreallocateChunk [log.io.preallocate.chunk.bytes].
 	PreallocateChunk int64
+	// PreallocateUnwritten leaves the chunks direct mode fallocates past
+	// the first of a segment unwritten, for the data writes to convert
+	// (ext4 marks them written as each write completes), instead of
+	// writing zeros over them ahead of the data (prealloc.go says why)
+	// [log.io.preallocate.zero=false].
+	PreallocateUnwritten bool
 	// Cache is the shard's block cache for direct mode; nil gives the log a
 	// private one of DefaultCacheBytes / 16.
 	Cache *BlockCache

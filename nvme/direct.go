@@ -61,6 +61,13 @@ type directFile struct {
 	owner     *Log
 	hookDue   bool
 	werr      error
+
+	// Zero fill (zerofill.go): the start of the fill running, closed when
+	// it ends, its error (read after zeroDone is closed).
+	zeroFrom   int64
+	zeroDone   chan struct{}
+	zeroErr    error
+	zeroWarned bool
 }
 
 // openDirect opens path with O_DIRECT through open (which a test may make
@@ -92,6 +99,7 @@ func (d *directFile) Close() error {
 	if d.flight > 0 || len(d.queued) > 0 {
 		_ = d.settle()
 	}
+	d.waitZero()
 	return d.raw.Close()
 }
 
@@ -126,6 +134,7 @@ func (d *directFile) Truncate(n int64) error {
 	if err := d.settle(); err != nil {
 		return err
 	}
+	d.waitZero() // zeros written after would extend the file again
 	d.gen++
 	if err := d.raw.Truncate(n); err != nil {
 		return err
@@ -197,6 +206,7 @@ func (d *directFile) WriteAt(p []byte, off int64) (int, error) {
 	if off != d.size || !d.writable {
 		return 0, fmt.Errorf("cannot write %q at %d: direct-mode segments only append (size %d)", d.name, off, d.size)
 	}
+	d.zeroAhead(off, off+int64(len(p)))
 	written := 0
 	for len(p) > 0 {
 		if err := d.loadTail(); err != nil {

@@ -2,6 +2,7 @@ package nvme
 
 import (
 	"bytes"
+	"fmt"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -23,12 +24,28 @@ func allocatedBytes(t *testing.T, path string) int64 {
 // ahead of the appends (the blocks written are always allocated), the
 // segment is trimmed when it rolls, and a crash leaves a log that
 // recovers to its data.
+//
+// With zero fill (the default) the allocation grows half a chunk earlier,
+// so up to a chunk and a half lie past the data.
 func TestDirectPreallocatesInChunks(t *testing.T) {
+	for _, unwritten := range []bool{false, true} {
+		t.Run(fmt.Sprintf("unwritten=%v", unwritten), func(t *testing.T) {
+			testDirectPreallocatesInChunks(t, unwritten)
+		})
+	}
+}
+
+func testDirectPreallocatesInChunks(t *testing.T, unwritten bool) {
 	const chunk = 2 << 20
 	dir := t.TempDir()
 	o := directOptions(t)
 	o.SegmentBytes = 64 << 20
 	o.PreallocateChunk = chunk
+	o.PreallocateUnwritten = unwritten
+	ahead := int64(chunk)
+	if !unwritten {
+		ahead += chunk / 2
+	}
 	l := mustOpen(t, dir, o)
 	path := filepath.Join(dir, segmentFileName(0, logSuffix))
 	if got := fileSize(t, path); got != chunk {
@@ -40,9 +57,9 @@ func TestDirectPreallocatesInChunks(t *testing.T) {
 	for i := 0; l.Size() < 9<<20; i++ {
 		all = append(all, appendN(t, l, 1, 4, 20000+i%7*1000, int64(i))...)
 		size, file := l.Size(), fileSize(t, path)
-		// The tail block is allocated whole, and at most a chunk and a block lie past the data.
-		if lo := roundUp(size, DefaultCacheBlockBytes); file < lo || file > size+chunk+DefaultCacheBlockBytes {
-			t.Fatalf("after %d bytes of data the file is %d bytes, want [%d, %d]", size, file, lo, size+chunk+DefaultCacheBlockBytes)
+		// The tail block is allocated whole, and at most ahead and a block lie past the data.
+		if lo := roundUp(size, DefaultCacheBlockBytes); file < lo || file > size+ahead+DefaultCacheBlockBytes {
+			t.Fatalf("after %d bytes of data the file is %d bytes, want [%d, %d]", size, file, lo, size+ahead+DefaultCacheBlockBytes)
 		}
 		if a := allocatedBytes(t, path); a < file {
 			t.Fatalf("file of %d bytes has %d bytes allocated: not fallocated", file, a)
@@ -74,7 +91,7 @@ func TestDirectPreallocatesInChunks(t *testing.T) {
 	if err != nil || !bytes.Equal(readChunks(t, res), want) {
 		t.Fatalf("data differs after the crash: %v", err)
 	}
-	if got := fileSize(t, path); got < l2.Size() || got > l2.Size()+chunk+DefaultCacheBlockBytes {
+	if got := fileSize(t, path); got < l2.Size() || got > l2.Size()+ahead+DefaultCacheBlockBytes {
 		t.Fatalf("recovered active segment file is %d bytes for %d of data", got, l2.Size())
 	}
 	if err := l2.Roll(); err != nil {
