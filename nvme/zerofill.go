@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -14,7 +15,7 @@ import (
 // per file. The file's owner never writes data into a range while a fill
 // may still write it: WriteAt waits for the fill when its blocks reach the
 // fill's start (at most half a chunk of appends after it began; a 16 MiB
-// fill takes ~15 ms on this project's VM), and Truncate and Close wait for
+// fill takes ~2 ms on this project's VM), and Truncate and Close wait for
 // it, so that zeros never land behind data or past a trimmed end.
 
 // zeroFillDelay holds every fill back this long before it writes (tests:
@@ -24,11 +25,26 @@ var zeroFillDelay time.Duration
 // zeroFillMax is how many bytes one pwritev(2) of a fill writes.
 const zeroFillMax = 16 << 20
 
-// zeroBlock is the shared source of the fills' writes: zeroFillBlock
-// aligned zero bytes, never written.
-var zeroBlock = sync.OnceValue(func() []byte { return alignedBuf(zeroFillBlock, 4096) })
-
-const zeroFillBlock = 1 << 20
+// zeroBlock is the shared source of the fills' writes: aligned zero
+// bytes, never written after it is made. It is one transparent huge page
+// where the kernel gives one (a 2 MiB-aligned anonymous mapping with
+// MADV_HUGEPAGE, touched so that it is backed): a 16 MiB O_DIRECT fill
+// from it took 1.7 ms and 0.10-0.18 ms of CPU against 10.5 ms and ~0.3 ms
+// from a 1 MiB heap buffer named 16 times (BenchmarkZeroFill, this
+// project's VM). Else a 1 MiB heap buffer.
+var zeroBlock = sync.OnceValue(func() []byte {
+	const huge = 2 << 20
+	if m, err := unix.Mmap(-1, 0, 2*huge, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS); err == nil {
+		off := (huge - int(uintptr(unsafe.Pointer(&m[0]))%huge)) % huge
+		b := m[off : off+huge]
+		_ = unix.Madvise(b, unix.MADV_HUGEPAGE) // a hint: 4 KiB pages work too
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 0 // a write fault: backed by pages of its own, not the shared zero page
+		}
+		return b
+	}
+	return alignedBuf(1<<20, 4096)
+})
 
 // zeroFill starts writing zeros over [from, to) of d, fallocated and
 // beyond its data (owner shard only). A fill still running is waited for
@@ -65,12 +81,12 @@ func (d *directFile) zeroFill(from, to int64) {
 // zeroFillMax bytes, retrying short writes and EINTR.
 func writeZeros(fd int, from, to int64) error {
 	z := zeroBlock()
-	var iov [zeroFillMax / zeroFillBlock][]byte
+	var iov [zeroFillMax >> 20][]byte // zeroBlock is at least 1 MiB
 	for from < to {
 		n := min(to-from, zeroFillMax)
 		k := 0
 		for left := n; left > 0; k++ {
-			iov[k] = z[:min(left, zeroFillBlock)]
+			iov[k] = z[:min(left, int64(len(z)))]
 			left -= int64(len(iov[k]))
 		}
 		m, err := unix.Pwritev(fd, iov[:k], from)
