@@ -54,8 +54,10 @@ func TestUringDirectRingWrites(t *testing.T) {
 			}
 			var scrape bytes.Buffer
 			b.metrics.writeShardMetrics(&scrape)
-			if n := strings.Count(scrape.String(), "ringbroker_log_ring_writes_total{"); n != len(b.shards) {
-				t.Fatalf("%d ringbroker_log_ring_writes_total series, want one per shard (%d)", n, len(b.shards))
+			for _, name := range []string{"ringbroker_log_ring_writes_total", "ringbroker_log_zero_fills_total", "ringbroker_log_zero_fill_bytes_total", "ringbroker_log_zero_fill_waits_total"} {
+				if n := strings.Count(scrape.String(), name+"{"); n != len(b.shards) {
+					t.Fatalf("%d %s series, want one per shard (%d)", n, name, len(b.shards))
+				}
 			}
 			if batch == "true" && !strings.Contains(scrape.String(), fmt.Sprintf("ringbroker_log_ring_write_rounds_total{shard=\"0\"} %d\n", func() uint64 {
 				var x nvme.WriteStats

@@ -173,7 +173,8 @@ type writeQueue struct {
 	stats  WriteStats
 }
 
-// WriteStats counts a BlockCache's ring writes.
+// WriteStats counts a BlockCache's ring writes, and the zero fills of its
+// files' preallocated chunks (zerofill.go), which both engines make.
 type WriteStats struct {
 	Rounds      uint64 // rounds submitted
 	Ranges      uint64 // queued ranges they wrote
@@ -182,6 +183,10 @@ type WriteStats struct {
 	Waits       uint64 // settles that waited for a round (roll, close, truncate)
 	Pwrites     uint64 // parts written with pwrite(2) because the ring refused them
 	Writevs     uint64 // ring writes that wrote contiguous ranges of several buffers in one writev
+
+	ZeroFills     uint64 // zero fills started
+	ZeroFillBytes uint64 // bytes they were asked to write
+	ZeroFillWaits uint64 // appends, truncations and closes that waited for a fill still running
 }
 
 // settleTimeout bounds a settle's wait for the device. A write that takes

@@ -56,6 +56,8 @@ func (d *directFile) zeroFill(from, to int64) {
 	}
 	done := make(chan struct{})
 	d.zeroFrom, d.zeroDone = from, done
+	d.cache.wb.stats.ZeroFills++
+	d.cache.wb.stats.ZeroFillBytes += uint64(to - from)
 	f := d.raw.OSFile()
 	go func() {
 		defer close(done) // publishes zeroErr to waitZero
@@ -127,7 +129,12 @@ func (d *directFile) waitZero() {
 	if d.zeroDone == nil {
 		return
 	}
-	<-d.zeroDone
+	select {
+	case <-d.zeroDone:
+	default:
+		d.cache.wb.stats.ZeroFillWaits++
+		<-d.zeroDone
+	}
 	d.zeroDone = nil
 	if d.zeroErr != nil && !d.zeroWarned && d.owner != nil {
 		d.zeroWarned = true

@@ -94,6 +94,10 @@ func TestZeroFillWritesChunksAhead(t *testing.T) {
 			}
 			d := l.active().log.(*directFile)
 			d.waitZero()
+			ws := l.sf.cache.WriteStats()
+			if unwritten != (ws.ZeroFills == 0) || ws.ZeroFillBytes < uint64(ws.ZeroFills)*chunk {
+				t.Fatalf("zero fills %d of %d bytes in all, want none with unwritten=%v and at least a chunk each otherwise", ws.ZeroFills, ws.ZeroFillBytes, unwritten)
+			}
 			path := filepath.Join(dir, segmentFileName(0, logSuffix))
 			end := fileSize(t, path)
 			exts := extentsOf(t, path)
@@ -122,10 +126,10 @@ func TestZeroFillWritesChunksAhead(t *testing.T) {
 // new chunk starts) once the data passes 4 MiB, and the next append, which
 // does not grow it again, writes into that chunk. It waits for the fill, so
 // its bytes are what the disk holds, not the fill's zeros. Fills are held
-// back 50 ms (zeroFillDelay), so that an append that did not wait would
+// back 300 ms (zeroFillDelay), so that an append that did not wait would
 // reach the disk first. The file is read without the log once it is closed.
 func TestZeroFillOrdersBeforeData(t *testing.T) {
-	zeroFillDelay = 50 * time.Millisecond
+	zeroFillDelay = 300 * time.Millisecond
 	t.Cleanup(func() { zeroFillDelay = 0 })
 	for _, ring := range []bool{false, true} {
 		t.Run(fmt.Sprintf("ring=%v", ring), func(t *testing.T) {
@@ -157,6 +161,9 @@ func TestZeroFillOrdersBeforeData(t *testing.T) {
 				if ring {
 					drainWrites(t, cache, rg)
 				}
+			}
+			if w := l.sf.cache.WriteStats().ZeroFillWaits; w == 0 {
+				t.Fatalf("no append waited for a fill held back 300 ms (%+v)", l.sf.cache.WriteStats())
 			}
 			want := bytes.Join(all, nil)
 			l.Close()
