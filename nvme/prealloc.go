@@ -60,7 +60,15 @@ func (l *Log) preallocate(s *segment) {
 	if _, ok := s.log.(allocator); !ok {
 		return
 	}
-	if l.allocate(s, l.allocationFor(s.size)) {
+	size := l.allocationFor(s.size)
+	if s.size > 0 && l.zeroFills(s) {
+		// A reopened active segment (recovery): a chunk past its data now
+		// would be left unwritten, for the appends to convert. Allocate
+		// its tail block only; the first appends grow the allocation,
+		// and that chunk is zero-filled like any other.
+		size = max(roundUp(s.size, DefaultCacheBlockBytes), s.size)
+	}
+	if l.allocate(s, size) {
 		s.preallocated = true
 	}
 }

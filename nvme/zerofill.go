@@ -10,9 +10,9 @@ import (
 )
 
 // Zero fill (Log.growAllocation says why): a direct-mode segment's chunks
-// past its first are written with zeros as they are fallocated, half a
-// chunk ahead of the data, by a goroutine of their own, one fill at a time
-// per file. The file's owner never writes data into a range while a fill
+// past its first are written with zeros as they are fallocated (half a
+// chunk before the data reaches the allocated end), by a goroutine of
+// their own, one fill at a time per file. The file's owner never writes data into a range while a fill
 // may still write it: WriteAt waits for the fill when its blocks reach the
 // fill's start (at most half a chunk of appends after it began; a 16 MiB
 // fill takes ~2 ms on this project's VM), and Truncate and Close wait for

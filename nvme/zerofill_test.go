@@ -109,10 +109,23 @@ func TestZeroFillWritesChunksAhead(t *testing.T) {
 			} else if past != 0 {
 				t.Fatalf("%d bytes past the first chunk are unwritten with zero fill (file %d bytes, data %d): extents %+v", past, end, l.Size(), exts)
 			}
-			want := bytes.Join(all, nil)
+			// Reopened (recovery preallocates the active segment again)
+			// and appended to: with zero fill nothing past the data's tail
+			// block is left unwritten then either.
 			l.Close()
 			l2 := mustOpen(t, dir, o)
 			defer l2.Close()
+			all = append(all, appendN(t, l2, 1, 4, 30000, 1)...)
+			l2.active().log.(*directFile).waitZero()
+			end = fileSize(t, path)
+			tail := roundUp(l2.Size(), DefaultCacheBlockBytes)
+			if past := unwrittenIn(extentsOf(t, path), tail, end); !unwritten && past != 0 {
+				t.Fatalf("after a reopen, %d bytes past the tail block (%d) are unwritten with zero fill (file %d bytes, data %d)", past, tail, end, l2.Size())
+			}
+			for i := 0; l2.Size() < 14<<20; i++ {
+				all = append(all, appendN(t, l2, 1, 4, 30000+i%5*1000, int64(i))...)
+			}
+			want := bytes.Join(all, nil)
 			res, err := l2.Read(0, 1<<30, 1<<62, true)
 			if err != nil || !bytes.Equal(readChunks(t, res), want) {
 				t.Fatalf("read back after reopening differs: %v", err)
