@@ -206,7 +206,7 @@ func (d *directFile) WriteAt(p []byte, off int64) (int, error) {
 	if off != d.size || !d.writable {
 		return 0, fmt.Errorf("cannot write %q at %d: direct-mode segments only append (size %d)", d.name, off, d.size)
 	}
-	d.zeroAhead(off, off+int64(len(p)))
+	d.zeroAhead(off + int64(len(p)))
 	written := 0
 	for len(p) > 0 {
 		if err := d.loadTail(); err != nil {

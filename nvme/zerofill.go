@@ -12,11 +12,12 @@ import (
 // Zero fill (Log.growAllocation says why): a direct-mode segment's chunks
 // past its first are written with zeros as they are fallocated (half a
 // chunk before the data reaches the allocated end), by a goroutine of
-// their own, one fill at a time per file. The file's owner never writes data into a range while a fill
-// may still write it: WriteAt waits for the fill when its blocks reach the
-// fill's start (at most half a chunk of appends after it began; a 16 MiB
-// fill takes ~2 ms on this project's VM), and Truncate and Close wait for
-// it, so that zeros never land behind data or past a trimmed end.
+// their own, one fill at a time per file. The file's owner never writes
+// data into a range while a fill may still write it: WriteAt waits for the
+// fill when its blocks reach the fill's start (at most half a chunk of
+// appends after it began; a 16 MiB fill takes ~2 ms on this project's VM),
+// and Truncate and Close wait for it, so that zeros never land behind data
+// or past a trimmed end.
 
 // zeroFillDelay holds every fill back this long before it writes (tests:
 // a fill that data would overtake without the wait in zeroAhead).
@@ -106,17 +107,17 @@ func writeZeros(fd int, from, to int64) error {
 	return nil
 }
 
-// zeroAhead waits for a running fill whose range the write of [off, end)
+// zeroAhead waits for a running fill whose range an append ending at end
 // reaches (owner shard only).
-func (d *directFile) zeroAhead(off, end int64) {
+func (d *directFile) zeroAhead(end int64) {
 	if d.zeroDone == nil {
 		return
 	}
 	select {
 	case <-d.zeroDone:
 	default:
-		if roundUp(end, d.align) <= d.zeroFrom && off < d.zeroFrom {
-			return // below the fill: nothing to wait for
+		if roundUp(end, d.align) <= d.zeroFrom {
+			return // the write's blocks end before the fill's: nothing to wait for
 		}
 	}
 	d.waitZero()
