@@ -16,10 +16,9 @@ import (
 
 // fsIocFiemap is FS_IOC_FIEMAP (linux/fs.h: _IOWR('f', 11, struct fiemap)).
 const (
-	fsIocFiemap          = 0xC020660B
-	fiemapFlagSync       = 0x1
-	fiemapExtentLast     = 0x1
-	fiemapExtentUnwritte = 0x800
+	fsIocFiemap           = 0xC020660B
+	fiemapFlagSync        = 0x1
+	fiemapExtentUnwritten = 0x800
 )
 
 // extent is one FIEMAP extent of a file: its logical range and whether its
@@ -52,7 +51,7 @@ func extentsOf(t *testing.T, path string) []extent {
 	out := make([]extent, 0, n)
 	for i := 0; i < n; i++ {
 		e := buf[32+56*i:]
-		out = append(out, extent{off: int64(le.Uint64(e)), len: int64(le.Uint64(e[16:])), unwritten: le.Uint32(e[40:])&fiemapExtentUnwritte != 0})
+		out = append(out, extent{off: int64(le.Uint64(e)), len: int64(le.Uint64(e[16:])), unwritten: le.Uint32(e[40:])&fiemapExtentUnwritten != 0})
 	}
 	return out
 }
