@@ -3,7 +3,6 @@ package nvme
 import (
 	"fmt"
 	"sync"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -19,9 +18,14 @@ import (
 // and Truncate and Close wait for it, so that zeros never land behind data
 // or past a trimmed end.
 
-// zeroFillDelay holds every fill back this long before it writes (tests:
-// a fill that data would overtake without the wait in zeroAhead).
-var zeroFillDelay time.Duration
+// Test hooks: while zeroFillGate is set, every fill started waits for it
+// to be closed before it writes; zeroFillWaitHook runs when an owner is
+// about to wait for a fill still running (a test closes the gate there, so
+// that a fill is still pending whenever an append reaches it).
+var (
+	zeroFillGate     chan struct{}
+	zeroFillWaitHook func()
+)
 
 // zeroFillMax is how many bytes one pwritev(2) of a fill writes.
 const zeroFillMax = 16 << 20
@@ -60,10 +64,11 @@ func (d *directFile) zeroFill(from, to int64) {
 	d.cache.wb.stats.ZeroFills++
 	d.cache.wb.stats.ZeroFillBytes += uint64(to - from)
 	f := d.raw.OSFile()
+	gate := zeroFillGate
 	go func() {
 		defer close(done) // publishes zeroErr to waitZero
-		if zeroFillDelay > 0 {
-			time.Sleep(zeroFillDelay) // tests: a slow device
+		if gate != nil {
+			<-gate
 		}
 		rc, err := f.SyscallConn()
 		if err != nil {
@@ -134,6 +139,9 @@ func (d *directFile) waitZero() {
 	case <-d.zeroDone:
 	default:
 		d.cache.wb.stats.ZeroFillWaits++
+		if zeroFillWaitHook != nil {
+			zeroFillWaitHook()
+		}
 		<-d.zeroDone
 	}
 	d.zeroDone = nil

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
-	"time"
 	"unsafe"
 
 	"github.com/ringbroker/ringbroker/ioring"
@@ -138,13 +138,20 @@ func TestZeroFillWritesChunksAhead(t *testing.T) {
 // new chunk starts) once the data passes 4 MiB, and the next append, which
 // does not grow it again, writes into that chunk. It waits for the fill, so
 // its bytes are what the disk holds, not the fill's zeros. Fills are held
-// back 300 ms (zeroFillDelay), so that an append that did not wait would
-// reach the disk first. The file is read without the log once it is closed.
+// (zeroFillGate) until an owner waits for one (zeroFillWaitHook), so the
+// fill is pending when the append comes however slow the test runs, and
+// an append that did not wait would reach the disk first (the close that
+// ends the test releases the fill then). The file is read without the log
+// once it is closed.
 func TestZeroFillOrdersBeforeData(t *testing.T) {
-	zeroFillDelay = 300 * time.Millisecond
-	t.Cleanup(func() { zeroFillDelay = 0 })
+	t.Cleanup(func() { zeroFillGate, zeroFillWaitHook = nil, nil })
 	for _, ring := range []bool{false, true} {
 		t.Run(fmt.Sprintf("ring=%v", ring), func(t *testing.T) {
+			gate := make(chan struct{})
+			var release sync.Once
+			zeroFillGate = gate
+			zeroFillWaitHook = func() { release.Do(func() { close(gate) }) }
+			t.Cleanup(zeroFillWaitHook) // a fill still held when the test fails
 			const chunk = 8 << 20
 			dir := t.TempDir()
 			o := directOptions(t)
@@ -174,9 +181,6 @@ func TestZeroFillOrdersBeforeData(t *testing.T) {
 					drainWrites(t, cache, rg)
 				}
 			}
-			if w := l.sf.cache.WriteStats().ZeroFillWaits; w == 0 {
-				t.Fatalf("no append waited for a fill held back 300 ms (%+v)", l.sf.cache.WriteStats())
-			}
 			want := bytes.Join(all, nil)
 			l.Close()
 			got := segmentOnDisk(t, dir, 0)
@@ -186,6 +190,9 @@ func TestZeroFillOrdersBeforeData(t *testing.T) {
 					at++
 				}
 				t.Fatalf("segment on disk (%d bytes) differs from the appends (%d bytes) at byte %d", len(got), len(want), at)
+			}
+			if w := l.sf.cache.WriteStats().ZeroFillWaits; w == 0 {
+				t.Fatalf("no append waited for a held fill (%+v)", l.sf.cache.WriteStats())
 			}
 		})
 	}
