@@ -1,6 +1,7 @@
 package nvme
 
 import (
+	"cmp"
 	"fmt"
 	"sync"
 	"unsafe"
@@ -70,18 +71,15 @@ func (d *directFile) zeroFill(from, to int64) {
 		if gate != nil {
 			<-gate
 		}
+		var werr error
 		rc, err := f.SyscallConn()
-		if err != nil {
-			d.zeroErr = err
-			return
+		if err == nil {
+			err = rc.Write(func(fd uintptr) bool {
+				werr = writeZeros(int(fd), from, to)
+				return true
+			})
 		}
-		if cerr := rc.Write(func(fd uintptr) bool {
-			err = writeZeros(int(fd), from, to)
-			return true
-		}); cerr != nil {
-			err = cerr
-		}
-		d.zeroErr = err
+		d.zeroErr = cmp.Or(err, werr)
 	}()
 }
 
@@ -115,17 +113,9 @@ func writeZeros(fd int, from, to int64) error {
 // zeroAhead waits for a running fill whose range an append ending at end
 // reaches (owner shard only).
 func (d *directFile) zeroAhead(end int64) {
-	if d.zeroDone == nil {
-		return
+	if d.zeroDone != nil && roundUp(end, d.align) > d.zeroFrom {
+		d.waitZero()
 	}
-	select {
-	case <-d.zeroDone:
-	default:
-		if roundUp(end, d.align) <= d.zeroFrom {
-			return // the write's blocks end before the fill's: nothing to wait for
-		}
-	}
-	d.waitZero()
 }
 
 // waitZero waits for the running fill, if any (owner shard only). A fill
