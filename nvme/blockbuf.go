@@ -51,6 +51,20 @@ func (b *BlockBuf) hold() *BlockBuf {
 	return b
 }
 
+// tryHold adds a holder unless the buffer has none left (it is in its
+// pool, or on its way there); any goroutine (TailView.Read).
+func (b *BlockBuf) tryHold() bool {
+	for {
+		n := b.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if b.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
 // Release drops one holder; the last one returns the buffer to its pool
 // (or leaves it to the garbage collector when the pool is full). Nil-safe.
 func (b *BlockBuf) Release() {

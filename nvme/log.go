@@ -41,6 +41,10 @@ type Log struct {
 	marks     []writeMark
 	markHead  int
 	onWritten func()
+
+	// tail is where the active segment's last batches are published for
+	// other goroutines (tail.go); nil: not published.
+	tail *TailView
 }
 
 // Open opens or creates the partition log in dir (created if missing) and
@@ -229,6 +233,7 @@ func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
 	}
 	info.LastOffset = s.next - 1
 	l.markWrite(s, info.FirstOffset)
+	l.publishTail()
 	if ph.ProducerID >= 0 {
 		ph.MaxTimestamp = int64(be.Uint64(records[offMaxTimestamp:]))
 		l.txnAppend(ph, records, info.FirstOffset, s.next)
@@ -324,6 +329,7 @@ func (l *Log) roll(nowMs int64) error {
 		return l.fail(err)
 	}
 	l.segs = append(l.segs, s)
+	l.publishTail() // empty: the new segment has no batches yet
 	if err := l.writeProducerSnapshot(s.base); err != nil {
 		l.logger.Warn("cannot write producer snapshot at roll", "err", err)
 	}
@@ -485,6 +491,10 @@ func (l *Log) Close() error {
 	}
 	l.dec.close()
 	l.closed = true
+	if l.tail != nil {
+		l.tail.clear()
+		l.tail = nil
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("cannot close log %q: %w", l.dir, err)
 	}
