@@ -85,6 +85,7 @@ type Config struct {
 	LogIOMode                string // buffered | direct
 	LogIOCacheBytes          int64  // log.io.cache.bytes: per-shard block cache of direct mode (storage.go)
 	LogIOCachePrefault       bool   // log.io.cache.prefault: allocate and touch each shard's cache buffers, and large request buffers, at start (storage.go)
+	LogIOTailReads           bool   // log.io.tail.reads: fetches read the last batches of a partition on another shard from its published tail (nvme/tail.go, fetch_wait.go peekRun)
 	LogIOPreallocChunk       int64  // log.io.preallocate.chunk.bytes: how far ahead of its data direct mode fallocates the active segment (storage.go)
 	LogIOPreallocZero        bool   // log.io.preallocate.zero: direct mode writes zeros over the chunks it fallocates past a segment's first (nvme/prealloc.go)
 	ConnectionsMaxIdleMs     int64
@@ -255,6 +256,7 @@ var brokerDefaults = map[string]string{
 	"log.io.mode":                       "buffered",
 	"log.io.cache.bytes":                "67108864",
 	"log.io.cache.prefault":             "false",
+	"log.io.tail.reads":                 "true",
 	"log.io.preallocate.chunk.bytes":    "16777216",
 	"log.io.preallocate.zero":           "true",
 	"offsets.topic.num.partitions":      "50",
@@ -345,6 +347,7 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 	c.LogIOMode = get("log.io.mode")
 	c.LogIOCacheBytes = i64("log.io.cache.bytes")
 	c.LogIOCachePrefault = boolean("log.io.cache.prefault")
+	c.LogIOTailReads = boolean("log.io.tail.reads")
 	c.LogIOPreallocChunk = i64("log.io.preallocate.chunk.bytes")
 	c.LogIOPreallocZero = boolean("log.io.preallocate.zero")
 	c.MetricsListener = strings.TrimSpace(get("metrics.listener"))

@@ -45,6 +45,12 @@ func TestConfigFromProperties(t *testing.T) {
 	if cfg.LogIOCachePrefault {
 		t.Error("log.io.cache.prefault is on by default")
 	}
+	if !cfg.LogIOTailReads {
+		t.Error("log.io.tail.reads is off by default")
+	}
+	if c, err := ConfigFromProperties(map[string]string{"log.io.tail.reads": "false"}); err != nil || c.LogIOTailReads {
+		t.Errorf("log.io.tail.reads=false: %v, %v", c.LogIOTailReads, err)
+	}
 	if cfg.UringSendMaxBytes != 512<<10 {
 		t.Errorf("io.uring.send.max.bytes default %d, want 512 KiB", cfg.UringSendMaxBytes)
 	}

@@ -225,17 +225,23 @@ func (fs *fetchState) connGone() bool {
 	}
 }
 
-// peekRun answers partitions ins[i:j] from their views when none of them
-// has records past its fetch offset nor an error to give; a fetch that
-// may wait parks on each first (partition_view.go says why in that order).
-// It reports false, with the outs left for step to overwrite, otherwise.
+// peekRun answers partitions ins[i:j] without visiting their shard when
+// every one can be: from its view when it has no records past its fetch
+// offset nor an error to give, from its log's published tail (direct
+// mode, read_uncommitted) when it has; a fetch that may wait parks on
+// each first (partition_view.go says why in that order). It reports
+// false, with the outs left for step to overwrite and no block held,
+// otherwise. Like step, the run reads up to max_bytes, the first batch
+// of its first partition with records even beyond.
 func (fs *fetchState) peekRun(i, j int) bool {
 	park := fs.req.MaxWaitMillis > 0
 	gen := fs.lp.gen.Load()
-	for _, in := range fs.ins[i:j] {
+	tail := fs.b.cfg.LogIOTailReads && fs.req.IsolationLevel == 0
+	budget, first := fs.maxBytes, true
+	for k, in := range fs.ins[i:j] {
 		v := in.topic.Partitions[in.partition].view
 		if v == nil {
-			return false
+			return fs.unpeek(i, i+k)
 		}
 		if park {
 			v.park(&fs.lp, gen)
@@ -245,15 +251,48 @@ func (fs *fetchState) peekRun(i, j int) bool {
 		if fs.req.IsolationLevel == 1 {
 			end = s.lso
 		}
-		if !s.open || in.offset != end || in.leaderEpoch >= 0 && in.leaderEpoch != s.epoch {
-			return false
+		if !s.open || in.leaderEpoch >= 0 && in.leaderEpoch != s.epoch {
+			return fs.unpeek(i, i+k)
 		}
 		op := &fs.outs[in.ti].parts[in.pi]
-		op.chunks, op.ends, op.bytes, op.aborted = op.chunks[:0], op.ends[:0], 0, nil
+		if in.offset != end {
+			if !tail || in.offset < s.logStart || in.offset > end {
+				return fs.unpeek(i, i+k)
+			}
+			res, ends, ok := v.tail.Read(op.chunks, op.ends, in.offset, max(0, min(in.maxBytes, budget)), end, first)
+			op.chunks, op.ends = res.Chunks, ends
+			if !ok {
+				fs.b.metrics.tailRead(false)
+				return fs.unpeek(i, i+k)
+			}
+			fs.b.metrics.tailRead(true)
+			op.bytes = res.Bytes
+			if res.Bytes > 0 {
+				first = false
+				budget -= res.Bytes
+			}
+		} else {
+			op.chunks, op.ends, op.bytes = op.chunks[:0], op.ends[:0], 0
+		}
+		op.aborted = nil
 		op.hasRecords, op.errCode = true, 0
 		op.hw, op.lso, op.logStart = s.hw, s.lso, s.logStart
 	}
 	return true
+}
+
+// unpeek lets go of the blocks peekRun took for ins[i:k] and reports
+// false: the run is read on its shard after all.
+func (fs *fetchState) unpeek(i, k int) bool {
+	for _, in := range fs.ins[i:k] {
+		op := &fs.outs[in.ti].parts[in.pi]
+		for _, c := range op.chunks {
+			c.Ref.Release()
+		}
+		clear(op.chunks)
+		op.chunks, op.bytes = op.chunks[:0], 0
+	}
+	return false
 }
 
 // step reads the run of partitions that starts at fs.i on their shard,

@@ -25,6 +25,8 @@ package appliance
 //	ringbroker_shard_tasks_total{shard}           closures run by the loop
 //	ringbroker_shard_queue_depth{shard}           closures waiting in the inbox
 //	ringbroker_shard_fetch_reads_total{shard}     fetch passes that read partitions on the shard; passes answered from partition views do not count (partition_view.go)
+//	ringbroker_fetch_tail_reads_total             fetched partitions with records read from their log's published tail on the fetch's own goroutine (log.io.tail.reads)
+//	ringbroker_fetch_tail_misses_total            fetched partitions with records the tail could not answer (read on the owner shard)
 //	ringbroker_network_connections                open client connections
 //	ringbroker_group_count{state}                 classic groups by state (GroupMetadataManager NumGroups*)
 //	ringbroker_group_offsets_count                committed offsets held (GroupMetadataManager NumOffsets)
@@ -71,6 +73,8 @@ type brokerMetrics struct {
 
 	producePurgatory atomic.Int64
 	fetchPurgatory   atomic.Int64
+	tailReads        *metrics.Counter // fetch partitions read from their log's published tail (fetch_wait.go peekRun)
+	tailMisses       *metrics.Counter // ... that the tail could not answer: read on the owner shard
 	flushLatency     *metrics.PrometheusHistogram
 
 	ready atomic.Bool
@@ -111,6 +115,8 @@ func newBrokerMetrics(b *Broker) *brokerMetrics {
 	m.flushLatency = m.set.NewPrometheusHistogramExt("ringbroker_log_flush_duration_seconds", latencyBuckets)
 	m.set.NewGauge("ringbroker_purgatory_produce_size", func() float64 { return float64(m.producePurgatory.Load()) })
 	m.set.NewGauge("ringbroker_purgatory_fetch_size", func() float64 { return float64(m.fetchPurgatory.Load()) })
+	m.tailReads = m.set.NewCounter("ringbroker_fetch_tail_reads_total")
+	m.tailMisses = m.set.NewCounter("ringbroker_fetch_tail_misses_total")
 	m.set.NewGauge("ringbroker_network_connections", func() float64 {
 		b.connsMu.Lock()
 		defer b.connsMu.Unlock()
@@ -193,6 +199,18 @@ func (m *brokerMetrics) enterFetchPurgatory() func() {
 	}
 	m.fetchPurgatory.Add(1)
 	return m.leaveFetchPurgatory
+}
+
+// tailRead counts a partition read from its published tail (hit) or not.
+func (m *brokerMetrics) tailRead(hit bool) {
+	if m == nil {
+		return
+	}
+	if hit {
+		m.tailReads.Inc()
+	} else {
+		m.tailMisses.Inc()
+	}
 }
 
 func (m *brokerMetrics) leaveFetchPurgatory() { m.fetchPurgatory.Add(-1) }

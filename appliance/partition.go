@@ -165,6 +165,9 @@ func (p *partition) useView(v *partView) {
 		return
 	}
 	p.view = v
+	if p.b.cfg.LogIOTailReads && p.log != nil {
+		p.log.SetTailView(&v.tail)
+	}
 	p.publishView()
 }
 

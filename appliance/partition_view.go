@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/ringbroker/ringbroker/nvme"
 )
 
 // partView is the part of a partition's state that any goroutine may read
@@ -33,6 +35,11 @@ import (
 // resolved its topics with. A view no open partition publishes to (not
 // open yet, offline, closed, or an image built without one) reads as not
 // open and the pass reads on the owner shard, which gives the error.
+//
+// In direct mode the log also publishes its last batches there (tail,
+// nvme/tail.go; log.io.tail.reads): a partition with records past the
+// fetch offset is read from it without the hop when the records are in
+// the published batches (read_uncommitted fetches only).
 type partView struct {
 	seq      atomic.Uint64 // odd while the owner writes
 	hw       atomic.Int64
@@ -40,6 +47,8 @@ type partView struct {
 	logStart atomic.Int64
 	epoch    atomic.Int32
 	open     atomic.Bool
+
+	tail nvme.TailView // the log's last batches (direct mode)
 
 	mu    sync.Mutex
 	polls []parkedPoll // Fetch long polls to wake on the next change

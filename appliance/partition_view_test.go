@@ -1,6 +1,8 @@
 package appliance
 
 import (
+	"bytes"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -185,10 +187,15 @@ func TestFetchAnswersFromViews(t *testing.T) {
 		}
 	}
 
-	// Records on partition 1 only: its shard alone reads.
+	// Records on partition 1 only: its shard alone reads (in direct mode
+	// not even it: the records come from the log's published tail).
 	got, n = fetch(viewFetch(0, -1, map[int32]int64{0: hw[0], 1: 0, 2: hw[2]}))
-	if n != 1 || len(got[1].RecordBatches) == 0 || len(got[0].RecordBatches) != 0 {
-		t.Fatalf("%d shard reads, partition 1 %d record bytes; want 1 read and records", n, len(got[1].RecordBatches))
+	wantReads := uint64(1)
+	if f.b.cfg.LogIOMode == "direct" && f.b.cfg.LogIOTailReads {
+		wantReads = 0
+	}
+	if n != wantReads || len(got[1].RecordBatches) == 0 || len(got[0].RecordBatches) != 0 {
+		t.Fatalf("%d shard reads, partition 1 %d record bytes; want %d reads and records", n, len(got[1].RecordBatches), wantReads)
 	}
 
 	// Errors come from a read: a leader epoch from the future, an offset past the end.
@@ -275,5 +282,122 @@ func TestPartViewPruneDropsEndedPolls(t *testing.T) {
 		if x.lp != live[i] {
 			t.Fatalf("entry %d is not live poll %d: prune must keep the live ones in order", i, i)
 		}
+	}
+}
+
+// tailFetch is a fetch v12 of "a" at the given offsets with isolation
+// level iso (0 read_uncommitted, 1 read_committed).
+func tailFetch(iso int8, offsets map[int32]int64) []byte {
+	fr := kmsg.NewPtrFetchRequest()
+	fr.MinBytes, fr.MaxBytes, fr.IsolationLevel = 1, 1<<20, iso
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "a"
+	for p := int32(0); p < 3; p++ {
+		if off, ok := offsets[p]; ok {
+			fp := kmsg.NewFetchRequestTopicPartition()
+			fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes, fp.CurrentLeaderEpoch = p, off, 1<<20, -1
+			ft.Partitions = append(ft.Partitions, fp)
+		}
+	}
+	fr.Topics = append(fr.Topics, ft)
+	return frameOf(fr, 12, 17)
+}
+
+// TestFetchReadsPublishedTail: in direct mode a read_uncommitted fetch of
+// the last batches of partitions on either shard is answered from the
+// logs' published tails (nvme/tail.go) without reading on any shard, with
+// the same record bytes a read on the shards gives (read_committed, which
+// always reads there; with no transactions its answer is the same); a
+// fetch further back than the tail reads on the shard, and
+// log.io.tail.reads=false turns the tail off.
+func TestFetchReadsPublishedTail(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		f := newAllocFixtureWith(t, map[string]string{"log.io.mode": "direct", "log.io.tail.reads": strconv.FormatBool(on)})
+		// Partition 0 holds 200+ batches; 1 and 2 get 3 each.
+		for i := 0; i < 3; i++ {
+			f.produceOne(produceTo(1))
+			f.produceOne(produceTo(2))
+		}
+		addr := f.b.Addr().String()
+		reads := func() uint64 {
+			var n uint64
+			for _, st := range f.b.shards {
+				n += st.fetchReads.Load()
+			}
+			return n
+		}
+		fetch := func(frame []byte) (map[int32][]byte, map[int32]int64, uint64) {
+			t.Helper()
+			before := reads()
+			resp := <-sendFetch(t, addr, frame)
+			if resp == nil || len(resp.Topics) != 1 {
+				t.Fatalf("fetch failed: %+v", resp)
+			}
+			recs, hw := map[int32][]byte{}, map[int32]int64{}
+			for _, p := range resp.Topics[0].Partitions {
+				if p.ErrorCode != 0 {
+					t.Fatalf("partition %d: error %d", p.Partition, p.ErrorCode)
+				}
+				recs[p.Partition], hw[p.Partition] = p.RecordBatches, p.HighWatermark
+			}
+			return recs, hw, reads() - before
+		}
+		_, hw, _ := fetch(tailFetch(1, map[int32]int64{0: 0, 1: 0, 2: 0}))
+		tail := map[int32]int64{0: hw[0] - 1, 1: 0, 2: 1}
+		hits, misses := f.b.metrics.tailReads.Get(), f.b.metrics.tailMisses.Get()
+		got, _, n := fetch(tailFetch(0, tail))
+		want, _, wantN := fetch(tailFetch(1, tail))
+		if wantN == 0 {
+			t.Fatal("a read_committed fetch did not read on the shards")
+		}
+		for p := int32(0); p < 3; p++ {
+			if len(want[p]) == 0 || !bytes.Equal(got[p], want[p]) {
+				t.Fatalf("tail reads %v: partition %d gave %d record bytes, the shard read %d", on, p, len(got[p]), len(want[p]))
+			}
+		}
+		dHits, dMisses := f.b.metrics.tailReads.Get()-hits, f.b.metrics.tailMisses.Get()-misses
+		if on && (n != 0 || dHits != 3 || dMisses != 0) {
+			t.Fatalf("tail reads on: %d shard reads, %d tail reads, %d misses; want 0, 3, 0", n, dHits, dMisses)
+		}
+		if !on && (n == 0 || dHits != 0 || dMisses != 0) {
+			t.Fatalf("tail reads off: %d shard reads, %d tail reads, %d misses; want reads on the shards only", n, dHits, dMisses)
+		}
+		// Partition 0 from its first batch: 200 batches back, past the tail.
+		misses = f.b.metrics.tailMisses.Get()
+		got, _, n = fetch(tailFetch(0, map[int32]int64{0: 0}))
+		want, _, _ = fetch(tailFetch(1, map[int32]int64{0: 0}))
+		if n == 0 || len(got[0]) == 0 || !bytes.Equal(got[0], want[0]) {
+			t.Fatalf("tail reads %v, offset 0: %d shard reads, %d record bytes (shard read %d)", on, n, len(got[0]), len(want[0]))
+		}
+		if on && f.b.metrics.tailMisses.Get() == misses {
+			t.Fatal("a fetch behind the tail did not count a miss")
+		}
+	}
+}
+
+// TestTailFetchAllocs: a fetch answered from a partition's published tail
+// (direct mode) allocates nothing per request in steady state, as the
+// fetch read on the shard does (TestRequestPathAllocs).
+func TestTailFetchAllocs(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("starts a broker; the race detector allocates")
+	}
+	f := newAllocFixtureWith(t, map[string]string{"log.io.mode": "direct"})
+	resp := kmsg.NewPtrFetchResponse()
+	resp.SetVersion(12)
+	if err := resp.ReadFrom(f.c.roundTrip(tailFetch(1, map[int32]int64{0: 0}), true)); err != nil {
+		t.Fatal(err)
+	}
+	hw := resp.Topics[0].Partitions[0].HighWatermark
+	frame := tailFetch(0, map[int32]int64{0: hw - 1})
+	for i := 0; i < 100; i++ {
+		f.c.roundTrip(frame, true)
+	}
+	before := f.b.metrics.tailReads.Get()
+	if n := testing.AllocsPerRun(300, func() { f.c.roundTrip(frame, true) }); n != 0 {
+		t.Errorf("a fetch from the tail allocates %.0f times per request, want 0", n)
+	}
+	if n := f.b.metrics.tailReads.Get() - before; n < 300 {
+		t.Fatalf("%d tail reads in 300+ fetches: the fetches did not read the tail", n)
 	}
 }
