@@ -10,7 +10,7 @@ UNIT_TIMEOUT        ?= 8m
 INTEGRATION_TIMEOUT ?= 15m
 FUZZTIME  ?= 30s
 
-.PHONY: all build run test deps vet unit integration integration-netpoll integration-uring integration-uring-direct integration-passes bench microbench fuzz lint clean unit-direct integration-direct crashloop compat
+.PHONY: all build run test deps vet unit integration integration-netpoll integration-uring integration-uring-direct integration-passes bench microbench fuzz lint clean unit-direct unit-allocs integration-direct crashloop compat
 
 all: build
 
@@ -23,7 +23,7 @@ ARGS ?=
 run: build
 	./$(BIN)/ringbroker $(CONFIG) --override log.dirs=./data $(ARGS)
 
-test: deps vet unit unit-direct integration-passes compat
+test: deps vet unit unit-direct unit-allocs integration-passes compat
 
 deps:
 	./.ci/deps.sh
@@ -33,6 +33,16 @@ vet:
 
 unit:
 	$(GO) test -race -timeout $(UNIT_TIMEOUT) $(UNIT_PKGS)
+
+# The allocation tests (testing.AllocsPerRun on the request paths, the
+# ring's hot path, the decoders) skip under the race detector, which
+# allocates: they run here without it, on both engines and I/O modes
+# (~40 s).
+ALLOC_TESTS = Allocs|DoesNotAllocate
+unit-allocs:
+	$(GO) test -count=1 -run '$(ALLOC_TESTS)' ./appliance/ ./ioring/ ./nvme/
+	RB_ENGINE=uring $(GO) test -count=1 -run '$(ALLOC_TESTS)' ./appliance/
+	RB_ENGINE=uring RB_IO_MODE=direct $(GO) test -count=1 -run '$(ALLOC_TESTS)' ./appliance/
 
 # The suite runs once per engine: netpoll with the default shards, then
 # uring with 4 shards (more shards than CI's 2 cores). INTEGRATION_URING_RUN
