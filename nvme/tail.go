@@ -36,14 +36,18 @@ import "sync/atomic"
 // writes; any goroutine reads (Read).
 type TailView struct {
 	seq     atomic.Uint64
-	n       atomic.Int32 // batches published, oldest in slot 0
+	head    atomic.Int32 // slot of the oldest published batch
+	n       atomic.Int32 // batches published, from head on, wrapping
 	batches [recentBatches]tailBatch
 	blocks  [tailBlocks]tailBlock
 
-	// The owner's copy of what is published, and the view's holds.
-	pub  [recentBatches]batchRef
-	pubN int
-	held [tailBlocks]*BlockBuf
+	// The owner's copy of the slots as published, and the view's holds.
+	pub      [recentBatches]batchRef
+	pubN     int
+	held     [tailBlocks]*BlockBuf
+	heldBase [tailBlocks]int64
+	heldFile uint64 // directFile.id of the held blocks
+	heldGen  uint64 // and its gen (a Truncate makes them stale)
 }
 
 // tailBlocks is how many blocks a TailView names: the tail block and the
@@ -98,7 +102,10 @@ func (l *Log) publishTail() {
 	low := end // the first byte the named blocks cover, contiguously up to end
 	base := (end - 1) - (end-1)%d.bs
 	for k := 0; k < tailBlocks && base >= 0; k++ {
-		b := d.blockBuf(base)
+		b := v.heldBlock(d, base)
+		if b == nil {
+			b = d.blockBuf(base)
+		}
 		if b == nil {
 			break
 		}
@@ -108,12 +115,6 @@ func (l *Log) publishTail() {
 	first := q.n // the oldest remembered batch whose bytes the blocks hold
 	for first > 0 && q.at(first-1).pos >= low {
 		first--
-	}
-	var pub [recentBatches]batchRef
-	pubN := 0
-	for i := first; i < q.n; i++ {
-		pub[pubN] = *q.at(i)
-		pubN++
 	}
 	// Hold the new blocks before they are published; let go of the old
 	// holds only after (see the type's comment).
@@ -128,24 +129,41 @@ func (l *Log) publishTail() {
 			v.blocks[k].buf.Store(bufs[k])
 		}
 	}
-	// Only the slots that changed are stored: an append that adds a batch
-	// to a full memory shifts every slot, one that does not (the common
-	// case until recentBatches batches) stores one.
-	for i := 0; i < pubN; i++ {
-		if i >= v.pubN || v.pub[i] != pub[i] {
-			t := &v.batches[i]
-			t.pos.Store(pub[i].pos)
-			t.size.Store(pub[i].size)
-			t.base.Store(pub[i].baseOffset)
-			t.last.Store(pub[i].lastOf)
+	// The slots are the recent ring's, so an append stores one batch (and
+	// the head and count), however full the ring is.
+	for i := first; i < q.n; i++ {
+		k := (q.head + i) % recentBatches
+		if r := q.b[k]; v.pubN == 0 || v.pub[k] != r {
+			t := &v.batches[k]
+			t.pos.Store(r.pos)
+			t.size.Store(r.size)
+			t.base.Store(r.baseOffset)
+			t.last.Store(r.lastOf)
+			v.pub[k] = r
 		}
 	}
-	v.n.Store(int32(pubN))
+	v.head.Store(int32((q.head + first) % recentBatches))
+	v.n.Store(int32(q.n - first))
 	v.seq.Store(n + 2)
 	for _, b := range v.held {
 		b.Release()
 	}
-	v.pub, v.pubN, v.held = pub, pubN, bufs
+	v.pubN, v.held, v.heldBase, v.heldFile, v.heldGen = q.n-first, bufs, bases, d.id, d.gen
+}
+
+// heldBlock is the full block of d at base that the view holds already:
+// full blocks never change, so the held buffer serves again without a
+// cache lookup, evicted or not (the tail block is d's wref, found first).
+func (v *TailView) heldBlock(d *directFile, base int64) *BlockBuf {
+	if v.heldFile != d.id || v.heldGen != d.gen || d.wblk != nil && d.wbase == base {
+		return nil
+	}
+	for k, b := range v.held {
+		if b != nil && v.heldBase[k] == base && base+d.bs <= d.size {
+			return b
+		}
+	}
+	return nil
 }
 
 // clear publishes an empty view and lets go of its blocks (owner shard).
@@ -163,7 +181,7 @@ func (v *TailView) clear() {
 	for _, b := range v.held {
 		b.Release()
 	}
-	v.pubN, v.held = 0, [tailBlocks]*BlockBuf{}
+	v.pubN, v.held, v.heldFile = 0, [tailBlocks]*BlockBuf{}, 0
 }
 
 // blockBuf is the buffer that holds the block at base (a multiple of the
@@ -195,21 +213,21 @@ func (v *TailView) Read(dst []Chunk, ends []int32, offset int64, maxBytes int32,
 	if seq&1 != 0 {
 		return res, ends, false
 	}
-	n := int(v.n.Load())
-	if n <= 0 || n > recentBatches || offset < v.batches[0].base.Load() {
+	head, n := int(v.head.Load()), int(v.n.Load())
+	if n <= 0 || n > recentBatches || head < 0 || head >= recentBatches || offset < v.batches[head].base.Load() {
 		return res, ends, false
 	}
 	i := 0
-	for i < n && v.batches[i].last.Load() < offset {
+	for i < n && v.batches[(head+i)%recentBatches].last.Load() < offset {
 		i++
 	}
 	if i == n {
 		return res, ends, false
 	}
-	start := v.batches[i].pos.Load()
+	start := v.batches[(head+i)%recentBatches].pos.Load()
 	pos := start
 	for ; i < n; i++ {
-		b := &v.batches[i]
+		b := &v.batches[(head+i)%recentBatches]
 		size := b.size.Load()
 		if b.base.Load() >= maxOffset || pos+size-start > int64(maxBytes) && !(pos == start && minOneBatch) {
 			break
