@@ -179,6 +179,16 @@ func (f *allocFixture) produceOne(frame []byte) {
 	}
 }
 
+// shardFetchReads is the fetch passes that read on any shard so far
+// (passes answered from partition views and tails do not count).
+func (f *allocFixture) shardFetchReads() uint64 {
+	var n uint64
+	for _, st := range f.b.shards {
+		n += st.fetchReads.Load()
+	}
+	return n
+}
+
 // fetchOne sends the fetch and checks that records came back.
 func (f *allocFixture) fetchOne() {
 	body := f.c.roundTrip(f.fetch, true)

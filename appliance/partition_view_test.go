@@ -139,13 +139,7 @@ func TestFetchAnswersFromViews(t *testing.T) {
 	f := newAllocFixture(t) // partition 0 holds 200+ batches, 1 and 2 none
 	f.produceOne(produceTo(1))
 	addr := f.b.Addr().String()
-	reads := func() uint64 {
-		var n uint64
-		for _, st := range f.b.shards {
-			n += st.fetchReads.Load()
-		}
-		return n
-	}
+	reads := f.shardFetchReads
 	fetch := func(frame []byte) (map[int32]kmsg.FetchResponseTopicPartition, uint64) {
 		t.Helper()
 		before := reads()
@@ -319,13 +313,7 @@ func TestFetchReadsPublishedTail(t *testing.T) {
 			f.produceOne(produceTo(2))
 		}
 		addr := f.b.Addr().String()
-		reads := func() uint64 {
-			var n uint64
-			for _, st := range f.b.shards {
-				n += st.fetchReads.Load()
-			}
-			return n
-		}
+		reads := f.shardFetchReads
 		fetch := func(frame []byte) (map[int32][]byte, map[int32]int64, uint64) {
 			t.Helper()
 			before := reads()

@@ -120,13 +120,7 @@ func TestFetchOfClosedConnectionDoesNotRead(t *testing.T) {
 		t.Skip("starts a broker; slow under the race detector")
 	}
 	f := newAllocFixture(t) // partition 0 of "a" holds batches
-	reads := func() uint64 {
-		n := uint64(0)
-		for _, st := range f.b.shards {
-			n += st.fetchReads.Load()
-		}
-		return n
-	}
+	reads := f.shardFetchReads
 	f.fetchOne() // a fetch on a live connection reads
 	before := reads()
 	if before == 0 {
