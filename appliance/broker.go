@@ -23,10 +23,13 @@ import (
 // engine, and the metadata image. Create it with New, run it with Start,
 // stop it with Close.
 type Broker struct {
-	cfg    Config
-	log    *slog.Logger
-	shards []*shardState
-	engine ioring.Engine
+	cfg Config
+	log *slog.Logger
+	// tailReads: fetches read other shards' partitions from their
+	// published tails (log.io.tail.reads, direct mode only).
+	tailReads bool
+	shards    []*shardState
+	engine    ioring.Engine
 
 	image atomic.Pointer[Image]
 
@@ -105,6 +108,7 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 		logger = slog.Default()
 	}
 	b := &Broker{cfg: cfg, log: logger, conns: map[*conn]struct{}{}, closing: make(chan struct{}), serveErr: make(chan error, 1)}
+	b.tailReads = cfg.LogIOTailReads && cfg.LogIOMode == nvme.IOModeDirect
 	b.metrics = newBrokerMetrics(b)
 	q, err := newQuotaManager(cfg.Props, b.metrics.set)
 	if err != nil {

@@ -66,7 +66,7 @@ func handleFetch(b *Broker, r *request) any {
 		}
 		ot := fs.addTopic(name, id)
 		for _, p := range t.Partitions {
-			op := fetchPartOut{partition: p.Partition, hw: -1, lso: -1, logStart: -1, readCommitted: req.IsolationLevel == 1}
+			op := fetchPartOut{partition: p.Partition, hw: -1, lso: -1, logStart: -1, readCommitted: req.IsolationLevel == 1, maxBytes: p.PartitionMaxBytes}
 			switch {
 			case topic == nil && r.version >= 13:
 				op.errCode = kerr.UnknownTopicID.Code

@@ -18,8 +18,9 @@ type fetchPartOut struct {
 	chunks         []nvme.Chunk
 	ends           []int32 // where each batch of chunks ends (nvme.Log.ReadBatchesInto), for trimToMaxBytes
 	bytes          int32
-	hasRecords     bool // false: no records (sent as empty, never null)
-	diverging      bool // DivergingEpoch tag with divergingEpoch and hw as its end offset
+	maxBytes       int32 // the request's partition_max_bytes
+	hasRecords     bool  // false: no records (sent as empty, never null)
+	diverging      bool  // DivergingEpoch tag with divergingEpoch and hw as its end offset
 	divergingEpoch int32
 }
 

@@ -236,7 +236,7 @@ func (fs *fetchState) connGone() bool {
 func (fs *fetchState) peekRun(i, j int) bool {
 	park := fs.req.MaxWaitMillis > 0
 	gen := fs.lp.gen.Load()
-	tail := fs.b.cfg.LogIOTailReads && fs.req.IsolationLevel == 0
+	tail := fs.b.tailReads && fs.req.IsolationLevel == 0
 	budget, first := fs.maxBytes, true
 	for k, in := range fs.ins[i:j] {
 		v := in.topic.Partitions[in.partition].view
@@ -392,10 +392,11 @@ func (fs *fetchState) endPass() bool {
 
 // trimToMaxBytes applies max_bytes to what the shards read, in request
 // order as Kafka does: the first partition with records keeps them (its
-// first batch may exceed the limit, KIP-74), each later one keeps the whole
-// batches that fit in what is left. A shard read at most max_bytes less
-// what its own earlier partitions took, so this only ever cuts. It sets
-// fs.total.
+// first batch may exceed the limits, KIP-74), each later one keeps the
+// whole batches that fit in what is left and in its partition_max_bytes
+// (each shard's run let its own first batch exceed that). A shard read at
+// most max_bytes less what its own earlier partitions took, so this only
+// ever cuts. It sets fs.total.
 func (fs *fetchState) trimToMaxBytes() {
 	var total int32
 	for ti := range fs.outs {
@@ -405,10 +406,10 @@ func (fs *fetchState) trimToMaxBytes() {
 			if op.bytes == 0 {
 				continue
 			}
-			if total > 0 && int64(total)+int64(op.bytes) > int64(fs.maxBytes) {
+			if room := min(int64(fs.maxBytes)-int64(total), int64(max(op.maxBytes, 0))); total > 0 && int64(op.bytes) > room {
 				keep := int32(0)
 				for _, end := range op.ends {
-					if int64(total)+int64(end) > int64(fs.maxBytes) {
+					if int64(end) > room {
 						break
 					}
 					keep = end

@@ -278,13 +278,18 @@ func TestPrefaultFrameBufs(t *testing.T) {
 // orderedFetch is a fetch v12 of partitions ps of "a", in that order, from
 // offset 0, answered at once.
 func orderedFetch(maxBytes int32, ps ...int32) []byte {
+	return orderedFetchPart(maxBytes, 1<<20, ps...)
+}
+
+// orderedFetchPart is orderedFetch with partition_max_bytes partMax.
+func orderedFetchPart(maxBytes, partMax int32, ps ...int32) []byte {
 	fr := kmsg.NewPtrFetchRequest()
 	fr.MaxWaitMillis, fr.MinBytes, fr.MaxBytes = 0, 1, maxBytes
 	ft := kmsg.NewFetchRequestTopic()
 	ft.Topic = "a"
 	for _, p := range ps {
 		fp := kmsg.NewFetchRequestTopicPartition()
-		fp.Partition, fp.PartitionMaxBytes = p, 1<<20
+		fp.Partition, fp.PartitionMaxBytes = p, partMax
 		ft.Partitions = append(ft.Partitions, fp)
 	}
 	fr.Topics = append(fr.Topics, ft)
@@ -328,6 +333,33 @@ func TestFetchMaxBytesRequestOrder(t *testing.T) {
 		for _, p := range tc.order {
 			if (got[p] > 0) != tc.want[p] {
 				t.Fatalf("max_bytes %d, order %v: record bytes per partition %v, want records on %v", tc.maxBytes, tc.order, got, tc.want)
+			}
+		}
+	}
+}
+
+// TestFetchPartitionMaxBytesOnce: a batch larger than partition_max_bytes
+// comes back for the first partition with records, in request order, and
+// for no other, although partitions 1 and 2 sit on different shards and
+// each shard's read lets its own first batch through (KIP-74).
+func TestFetchPartitionMaxBytesOnce(t *testing.T) {
+	f := newAllocFixture(t) // partition 0 holds 200 batches of ~170 bytes
+	for i := 0; i < 3; i++ {
+		f.produceOne(produceTo(1))
+		f.produceOne(produceTo(2))
+	}
+	for _, tc := range []struct {
+		partMax int32
+		order   []int32
+	}{{100, []int32{1, 2, 0}}, {100, []int32{2, 0, 1}}, {100, []int32{0, 1, 2}}, {0, []int32{2, 1, 0}}, {-1, []int32{1, 0, 2}}} {
+		resp := <-sendFetch(t, f.b.Addr().String(), orderedFetchPart(1<<20, tc.partMax, tc.order...))
+		if resp == nil {
+			t.Fatal("fetch failed")
+		}
+		got := recordBytes(resp)
+		for i, p := range tc.order {
+			if (got[p] > 0) != (i == 0) {
+				t.Fatalf("partition_max_bytes %d, order %v: record bytes per partition %v, want a batch for %d alone", tc.partMax, tc.order, got, tc.order[0])
 			}
 		}
 	}

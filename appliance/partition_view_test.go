@@ -305,8 +305,15 @@ func tailFetch(iso int8, offsets map[int32]int64) []byte {
 // fetch further back than the tail reads on the shard, and
 // log.io.tail.reads=false turns the tail off.
 func TestFetchReadsPublishedTail(t *testing.T) {
-	for _, on := range []bool{true, false} {
-		f := newAllocFixtureWith(t, map[string]string{"log.io.mode": "direct", "log.io.tail.reads": strconv.FormatBool(on)})
+	for _, tc := range []struct {
+		mode string
+		on   bool
+	}{{"direct", true}, {"direct", false}, {"buffered", true}} {
+		f := newAllocFixtureWith(t, map[string]string{"log.io.mode": tc.mode, "log.io.tail.reads": strconv.FormatBool(tc.on)})
+		// Buffered mode has no buffers to point into: no tail read is
+		// tried (RB_IO_MODE may have made every case direct).
+		on := tc.on && f.b.cfg.LogIOMode == "direct"
+		tc.mode = f.b.cfg.LogIOMode
 		// Partition 0 holds 200+ batches; 1 and 2 get 3 each.
 		for i := 0; i < 3; i++ {
 			f.produceOne(produceTo(1))
@@ -340,7 +347,7 @@ func TestFetchReadsPublishedTail(t *testing.T) {
 		}
 		for p := int32(0); p < 3; p++ {
 			if len(want[p]) == 0 || !bytes.Equal(got[p], want[p]) {
-				t.Fatalf("tail reads %v: partition %d gave %d record bytes, the shard read %d", on, p, len(got[p]), len(want[p]))
+				t.Fatalf("%s, tail reads %v: partition %d gave %d record bytes, the shard read %d", tc.mode, tc.on, p, len(got[p]), len(want[p]))
 			}
 		}
 		dHits, dMisses := f.b.metrics.tailReads.Get()-hits, f.b.metrics.tailMisses.Get()-misses
@@ -348,14 +355,14 @@ func TestFetchReadsPublishedTail(t *testing.T) {
 			t.Fatalf("tail reads on: %d shard reads, %d tail reads, %d misses; want 0, 3, 0", n, dHits, dMisses)
 		}
 		if !on && (n == 0 || dHits != 0 || dMisses != 0) {
-			t.Fatalf("tail reads off: %d shard reads, %d tail reads, %d misses; want reads on the shards only", n, dHits, dMisses)
+			t.Fatalf("%s, tail reads %v: %d shard reads, %d tail reads, %d misses; want reads on the shards only", tc.mode, tc.on, n, dHits, dMisses)
 		}
 		// Partition 0 from its first batch: 200 batches back, past the tail.
 		misses = f.b.metrics.tailMisses.Get()
 		got, _, n = fetch(tailFetch(0, map[int32]int64{0: 0}))
 		want, _, _ = fetch(tailFetch(1, map[int32]int64{0: 0}))
 		if n == 0 || len(got[0]) == 0 || !bytes.Equal(got[0], want[0]) {
-			t.Fatalf("tail reads %v, offset 0: %d shard reads, %d record bytes (shard read %d)", on, n, len(got[0]), len(want[0]))
+			t.Fatalf("%s, tail reads %v, offset 0: %d shard reads, %d record bytes (shard read %d)", tc.mode, tc.on, n, len(got[0]), len(want[0]))
 		}
 		if on && f.b.metrics.tailMisses.Get() == misses {
 			t.Fatal("a fetch behind the tail did not count a miss")
