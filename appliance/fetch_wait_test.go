@@ -296,15 +296,22 @@ func orderedFetchPart(maxBytes, partMax int32, ps ...int32) []byte {
 	return frameOf(fr, 12, 11)
 }
 
-// TestFetchMaxBytesRequestOrder: the shards are visited in their own order,
-// but max_bytes lets partitions through in request order, as Kafka does:
-// the first partition with records, then those that still fit.
-func TestFetchMaxBytesRequestOrder(t *testing.T) {
-	f := newAllocFixture(t) // partition 0 holds 200 batches of ~170 bytes
+// newOrderFixture is a broker whose partition 0 holds 200 batches of ~170
+// bytes and partitions 1 and 2 (on different shards) 3 each.
+func newOrderFixture(t *testing.T) *allocFixture {
+	f := newAllocFixture(t)
 	for i := 0; i < 3; i++ {
 		f.produceOne(produceTo(1))
 		f.produceOne(produceTo(2))
 	}
+	return f
+}
+
+// TestFetchMaxBytesRequestOrder: the shards are visited in their own order,
+// but max_bytes lets partitions through in request order, as Kafka does:
+// the first partition with records, then those that still fit.
+func TestFetchMaxBytesRequestOrder(t *testing.T) {
+	f := newOrderFixture(t)
 	for _, tc := range []struct {
 		maxBytes int32
 		order    []int32
@@ -343,11 +350,7 @@ func TestFetchMaxBytesRequestOrder(t *testing.T) {
 // for no other, although partitions 1 and 2 sit on different shards and
 // each shard's read lets its own first batch through (KIP-74).
 func TestFetchPartitionMaxBytesOnce(t *testing.T) {
-	f := newAllocFixture(t) // partition 0 holds 200 batches of ~170 bytes
-	for i := 0; i < 3; i++ {
-		f.produceOne(produceTo(1))
-		f.produceOne(produceTo(2))
-	}
+	f := newOrderFixture(t)
 	for _, tc := range []struct {
 		partMax int32
 		order   []int32
