@@ -286,11 +286,7 @@ func (fs *fetchState) peekRun(i, j int) bool {
 func (fs *fetchState) unpeek(i, k int) bool {
 	for _, in := range fs.ins[i:k] {
 		op := &fs.outs[in.ti].parts[in.pi]
-		for _, c := range op.chunks {
-			c.Ref.Release()
-		}
-		clear(op.chunks)
-		op.chunks, op.bytes = op.chunks[:0], 0
+		op.chunks, op.bytes = nvme.ReleaseChunks(op.chunks), 0
 	}
 	return false
 }

@@ -276,10 +276,17 @@ var tailReadHook func()
 
 // undoTail releases the chunks a failed Read took and reports failure.
 func undoTail(res ReadResult, ends []int32) (ReadResult, []int32, bool) {
-	for _, c := range res.Chunks {
+	res.Chunks = ReleaseChunks(res.Chunks)
+	return res, ends[:0], false
+}
+
+// ReleaseChunks drops the holds of chunks that will not be sent (each
+// Chunk.Ref once) and returns chunks emptied, its capacity kept and its
+// elements cleared. Any goroutine.
+func ReleaseChunks(chunks []Chunk) []Chunk {
+	for _, c := range chunks {
 		c.Ref.Release()
 	}
-	clear(res.Chunks)
-	res.Chunks = res.Chunks[:0]
-	return res, ends[:0], false
+	clear(chunks)
+	return chunks[:0]
 }
