@@ -207,7 +207,25 @@ func (fs *fetchState) advance() {
 		if !fs.endPass() {
 			return
 		}
+		fs.releaseReads()
 		fs.i, fs.anyErr = 0, false
+	}
+}
+
+// releaseReads gives back the blocks that the last pass's chunks hold
+// before another pass reads again: that pass parked or was overtaken by a
+// change (lpDirty), so nothing it read was sent. Dropping them unreleased
+// left each buffer to the garbage collector instead of the cache's free
+// list, and a buffer registered with the shard's ring (io.uring.fixed.buffers)
+// kept its slot for good: a consumer with fetch.min.bytes above what
+// one append brings lost a registered buffer per pass.
+func (fs *fetchState) releaseReads() {
+	for ti := range fs.outs {
+		parts := fs.outs[ti].parts
+		for pi := range parts {
+			op := &parts[pi]
+			op.chunks, op.bytes = nvme.ReleaseChunks(op.chunks), 0
+		}
 	}
 }
 
@@ -418,10 +436,11 @@ func (fs *fetchState) trimToMaxBytes() {
 	fs.total = total
 }
 
-// cut keeps the first n bytes of op's records (a batch boundary).
+// cut keeps the first n bytes of op's records (a batch boundary) and
+// releases the chunks it drops.
 func (op *fetchPartOut) cut(n int32) {
 	if n == 0 {
-		op.chunks, op.bytes, op.aborted = op.chunks[:0], 0, nil
+		op.chunks, op.bytes, op.aborted = nvme.ReleaseChunks(op.chunks), 0, nil
 		return
 	}
 	left := n
@@ -432,6 +451,7 @@ func (op *fetchPartOut) cut(n int32) {
 			if c.Mem != nil {
 				c.Mem = c.Mem[:left]
 			}
+			nvme.ReleaseChunks(op.chunks[i+1:])
 			op.chunks = op.chunks[:i+1]
 			break
 		}
@@ -449,6 +469,7 @@ func (fs *fetchState) finish() {
 // restart begins another read pass from the first partition, on the
 // waking goroutine (advance).
 func (fs *fetchState) restart() {
+	fs.releaseReads()
 	fs.i, fs.anyErr = 0, false
 	fs.advance()
 }
@@ -615,7 +636,8 @@ func (fs *fetchState) answer(out *rawResponse, offLoop bool) {
 	if out != nil {
 		s.resp = out
 	} else {
-		fs.dropRefs() // nobody will send them
+		fs.releaseReads() // nobody will send them
+		fs.dropRefs()
 	}
 	r.c.complete(s)
 	fs.rs.unref()

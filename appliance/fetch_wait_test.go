@@ -5,6 +5,7 @@ import (
 	"golang.org/x/sys/unix"
 	"io"
 	"net"
+	"strconv"
 	"testing"
 	"time"
 	"unsafe"
@@ -393,5 +394,123 @@ func TestFetchMaxBytesBrokerCap(t *testing.T) {
 	}
 	if _, err := ConfigFromProperties(map[string]string{"log.dirs": t.TempDir(), "fetch.max.bytes": "100"}); err == nil {
 		t.Fatal("fetch.max.bytes 100 accepted")
+	}
+}
+
+// fetchFrom is a fetch v12 of partitions of "a" at the given offsets with
+// the given min_bytes, max_bytes and max_wait_ms.
+func fetchFrom(minBytes, maxBytes, maxWaitMs int32, offsets map[int32]int64) []byte {
+	fr := kmsg.NewPtrFetchRequest()
+	fr.MinBytes, fr.MaxBytes, fr.MaxWaitMillis = minBytes, maxBytes, maxWaitMs
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "a"
+	for p := int32(0); p < 3; p++ {
+		if off, ok := offsets[p]; ok {
+			fp := kmsg.NewFetchRequestTopicPartition()
+			fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes, fp.CurrentLeaderEpoch = p, off, 1<<20, -1
+			ft.Partitions = append(ft.Partitions, fp)
+		}
+	}
+	fr.Topics = append(fr.Topics, ft)
+	return frameOf(fr, 12, 31)
+}
+
+// tailHolders sums the holders of the tail blocks of "a"'s partitions
+// (nvme.Log.TailBlockHolders), each read on its shard.
+func (f *allocFixture) tailHolders() int32 {
+	var n int32
+	for _, st := range f.b.shards {
+		st.loop.Call(func() {
+			for _, p := range st.parts {
+				if p.topic == "a" {
+					n += p.log.TailBlockHolders()
+				}
+			}
+		})
+	}
+	return n
+}
+
+// TestFetchReleasesUnsentReads: in direct mode the chunks a fetch read and
+// will not send hold their block buffers until released: those of a long
+// poll's pass that parked short of min_bytes (the next pass reads again),
+// and those trimToMaxBytes cuts. Dropped unreleased, a buffer went to the
+// garbage collector instead of the cache's free list and a registered one
+// kept its ring slot for good. Once every answer is sent, the tail blocks'
+// holders must be what they were before, with tail reads and with reads on
+// the shards.
+func TestFetchReleasesUnsentReads(t *testing.T) {
+	for _, tail := range []bool{true, false} {
+		f := newAllocFixtureWith(t, map[string]string{"log.io.mode": "direct", "log.io.tail.reads": strconv.FormatBool(tail)})
+		if f.b.cfg.LogIOMode != "direct" {
+			t.Skip("RB_IO_MODE chose buffered mode: no block buffers")
+		}
+		addr := f.b.Addr().String()
+		f.produceOne(produceTo(1))
+		f.produceOne(produceTo(2))
+		first := <-sendFetch(t, addr, fetchFrom(1, 1<<20, 0, map[int32]int64{1: 0, 2: 0}))
+		if first == nil || len(first.Topics) != 1 || len(first.Topics[0].Partitions) != 2 {
+			t.Fatalf("first fetch failed: %+v", first)
+		}
+		next := map[int32]int64{}
+		batch := int32(0)
+		for _, p := range first.Topics[0].Partitions {
+			next[p.Partition] = p.HighWatermark
+			batch = max(batch, int32(len(p.RecordBatches)))
+		}
+		settled := func(want int32) int32 {
+			deadline := time.Now().Add(3 * time.Second)
+			for {
+				n := f.tailHolders()
+				if n == want || time.Now().After(deadline) {
+					return n
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		// Nothing in flight: the files' and the tail views' holds.
+		base := f.tailHolders()
+		for i := 0; i < 100; i++ {
+			time.Sleep(10 * time.Millisecond)
+			n := f.tailHolders()
+			if n == base {
+				break
+			}
+			base = n
+		}
+		const rounds = 4
+		for i := 0; i < rounds; i++ {
+			// One append brings less than min_bytes: its pass parks with
+			// what it read; the second append's pass reads both again.
+			answer := sendFetch(t, addr, fetchFrom(batch+1, 1<<20, 10000, next))
+			time.Sleep(30 * time.Millisecond)
+			f.produceOne(produceTo(1))
+			time.Sleep(30 * time.Millisecond)
+			f.produceOne(produceTo(2))
+			resp := <-answer
+			if resp == nil || len(resp.Topics) != 1 {
+				t.Fatalf("long poll %d failed: %+v", i, resp)
+			}
+			for _, p := range resp.Topics[0].Partitions {
+				if len(p.RecordBatches) == 0 {
+					t.Fatalf("long poll %d: partition %d answered no records", i, p.Partition)
+				}
+				next[p.Partition] = p.HighWatermark
+			}
+			// max_bytes lets partition 1's batch through and cuts
+			// partition 2's, which its shard read.
+			resp = <-sendFetch(t, addr, fetchFrom(1, batch+8, 0, map[int32]int64{1: next[1] - 1, 2: next[2] - 1}))
+			if resp == nil || len(resp.Topics) != 1 {
+				t.Fatalf("fetch %d over max_bytes failed: %+v", i, resp)
+			}
+			for _, p := range resp.Topics[0].Partitions {
+				if got := len(p.RecordBatches); p.Partition == 1 && got == 0 || p.Partition == 2 && got != 0 {
+					t.Fatalf("fetch %d, max_bytes %d: partition %d answered %d record bytes", i, batch+8, p.Partition, got)
+				}
+			}
+		}
+		if n := settled(base); n != base {
+			t.Fatalf("tail reads %v: the tail blocks have %d holders after %d long polls and %d cut fetches were answered, %d before: reads that were not sent are still held", tail, n, rounds, rounds, base)
+		}
 	}
 }

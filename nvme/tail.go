@@ -290,3 +290,17 @@ func ReleaseChunks(chunks []Chunk) []Chunk {
 	clear(chunks)
 	return chunks[:0]
 }
+
+// TailBlockHolders is the number of holders of the buffer of the active
+// segment's last block in direct mode (0 in buffered mode, or when the
+// block has no buffer yet): the segment file's own, its tail view's,
+// writes in flight, and the chunks of fetch answers not yet sent. For
+// tests and diagnostics (a fetch that drops chunks without releasing them
+// shows here); call on the owner shard.
+func (l *Log) TailBlockHolders() int32 {
+	d, ok := l.active().log.(*directFile)
+	if !ok || d.wref == nil {
+		return 0
+	}
+	return d.wref.refs.Load()
+}
