@@ -14,7 +14,6 @@ package appliance
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +33,12 @@ type fetchState struct {
 	outs []fetchTopicOut
 	ins  []fetchPartIn
 	enc  fetchEncoder
+
+	// groupByShard's scratch: each in's rank, the count per rank, and the
+	// ins in their new order.
+	ranks   []int32
+	rankEnd []int
+	regroup []fetchPartIn
 
 	start    time.Time
 	maxBytes int32
@@ -151,19 +156,37 @@ func (fs *fetchState) groupByShard() {
 		return
 	}
 	own := fs.r.c.shard
-	rank := func(in *fetchPartIn) int {
-		return (fs.b.shardFor(in.topic.Partitions[in.partition]).id - own - 1 + 2*n) % n
-	}
+	fs.ranks = fs.ranks[:0]
 	sorted := true
-	for i := 1; i < len(fs.ins); i++ {
-		if rank(&fs.ins[i-1]) > rank(&fs.ins[i]) {
+	for i := range fs.ins {
+		in := &fs.ins[i]
+		r := int32((fs.b.shardFor(in.topic.Partitions[in.partition]).id - own - 1 + 2*n) % n)
+		if i > 0 && fs.ranks[i-1] > r {
 			sorted = false
-			break
 		}
+		fs.ranks = append(fs.ranks, r)
 	}
-	if !sorted {
-		slices.SortStableFunc(fs.ins, func(a, b fetchPartIn) int { return rank(&a) - rank(&b) })
+	if sorted {
+		return
 	}
+	// A stable counting sort by rank (the rank is below n): the sort with a
+	// comparison closure it replaced was ~1% of a ring shard's CPU samples
+	// at 10 MB/s (16 partitions per fetch).
+	fs.rankEnd = append(fs.rankEnd[:0], make([]int, n)...)
+	for _, r := range fs.ranks {
+		fs.rankEnd[r]++
+	}
+	at := 0
+	for r, c := range fs.rankEnd {
+		fs.rankEnd[r] = at // where rank r starts
+		at += c
+	}
+	fs.regroup = append(fs.regroup[:0], fs.ins...)
+	for i, r := range fs.ranks {
+		fs.regroup[fs.rankEnd[r]] = fs.ins[i]
+		fs.rankEnd[r]++
+	}
+	fs.ins, fs.regroup = fs.regroup, fs.ins
 }
 
 func (fs *fetchState) shardOf(i int) *shardState {

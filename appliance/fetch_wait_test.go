@@ -5,6 +5,7 @@ import (
 	"golang.org/x/sys/unix"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -511,6 +512,48 @@ func TestFetchReleasesUnsentReads(t *testing.T) {
 		}
 		if n := settled(base); n != base {
 			t.Fatalf("tail reads %v: the tail blocks have %d holders after %d long polls and %d cut fetches were answered, %d before: reads that were not sent are still held", tail, n, rounds, rounds, base)
+		}
+	}
+}
+
+// TestGroupByShardOrder: groupByShard puts the partitions of each shard
+// together, the connection's own shard last and the others in the order
+// after it, and keeps request order within a shard (a stable sort by
+// rank, which it must match element for element).
+func TestGroupByShardOrder(t *testing.T) {
+	const n = 3
+	b := &Broker{}
+	for i := 0; i < n; i++ {
+		b.shards = append(b.shards, &shardState{id: i})
+	}
+	top := &TopicImage{Name: "a"}
+	for p := 0; p < 40; p++ {
+		top.Partitions = append(top.Partitions, PartitionImage{Partition: int32(p), Shard: (p*7 + p/3) % n})
+	}
+	for own := 0; own < n; own++ {
+		fs := &fetchState{b: b, r: &request{c: &conn{shard: own}}}
+		for p := range top.Partitions {
+			fs.ins = append(fs.ins, fetchPartIn{topic: top, partition: int32(p), pi: p})
+		}
+		rank := func(in fetchPartIn) int { return (top.Partitions[in.partition].Shard - own - 1 + 2*n) % n }
+		orig := slices.Clone(fs.ins)
+		want := slices.Clone(fs.ins)
+		slices.SortStableFunc(want, func(x, y fetchPartIn) int { return rank(x) - rank(y) })
+		for round := 0; round < 2; round++ { // the second reuses the scratch slices
+			fs.ins = append(fs.ins[:0], orig...)
+			fs.groupByShard()
+			if len(fs.ins) != len(want) {
+				t.Fatalf("own shard %d: %d partitions after grouping, want %d", own, len(fs.ins), len(want))
+			}
+			for i := range want {
+				if fs.ins[i].partition != want[i].partition {
+					t.Fatalf("own shard %d, round %d: position %d holds partition %d (shard %d), want %d (shard %d)", own, round, i,
+						fs.ins[i].partition, top.Partitions[fs.ins[i].partition].Shard, want[i].partition, top.Partitions[want[i].partition].Shard)
+				}
+			}
+			if last := fs.ins[len(fs.ins)-1]; top.Partitions[last.partition].Shard != own {
+				t.Fatalf("own shard %d: the last partition is on shard %d", own, top.Partitions[last.partition].Shard)
+			}
 		}
 	}
 }
