@@ -217,10 +217,13 @@ func (s *Shard) ringLoop(o ShardOptions, ready chan<- error) {
 	s.armWake()
 	ready <- nil
 
-	lastTick := time.Now()
-	lastYield, lastWork := lastTick, lastTick
+	// now is read twice per pass that sleeps and once per pass that does
+	// not: a pass starts when the last one ended or its sleep did (the
+	// clock reads were ~1% of a shard's CPU samples at 10 MB/s).
+	now := time.Now()
+	lastTick, lastYield, lastWork := now, now, now
 	for {
-		start := time.Now()
+		start := now
 		if start.Sub(lastYield) >= schedYieldEvery {
 			lastYield = start
 			rs.yields++
@@ -241,15 +244,17 @@ func (s *Shard) ringLoop(o ShardOptions, ready chan<- error) {
 		if n > 0 {
 			s.tasks.Add(n)
 		}
+		now = time.Now()
 		if n > 0 || got > 0 {
-			s.busyNano.Add(int64(time.Since(start)))
+			s.busyNano.Add(int64(now.Sub(start)))
 			lastWork = start
 		}
-		if now := time.Now(); now.Sub(lastTick) >= time.Second {
+		if now.Sub(lastTick) >= time.Second {
 			lastTick = now
 			for _, fn := range rs.tickers {
 				fn(now)
 			}
+			now = time.Now() // sleepFor must not count from before them
 		}
 		if n > 0 || got > 0 {
 			continue
@@ -267,11 +272,13 @@ func (s *Shard) ringLoop(o ShardOptions, ready chan<- error) {
 		if yieldBeforeSleep() {
 			rs.yields++
 			runtime.Gosched()
-			lastYield = time.Now()
+			now = time.Now()
+			lastYield = now
 		}
 		rs.sleeps++
-		_, _ = r.Wait(1, sleepFor(time.Now(), lastYield, lastWork))
+		_, _ = r.Wait(1, sleepFor(now, lastYield, lastWork))
 		rs.sleeping.Store(false)
+		now = time.Now()
 	}
 	// Stopping: let engines shut their sockets, run what is still queued,
 	// then cancel whatever is in flight.
