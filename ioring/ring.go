@@ -498,7 +498,7 @@ func (r *Ring) Wait(minComplete uint32, timeout time.Duration) (int, error) {
 		}
 		deadline = time.Now().Add(timeout)
 	}
-	got := 0
+	got, first := 0, true
 	if len(r.held) > 0 {
 		// CQEs a WaitFor held: they are due now, not after another wait.
 		if got = r.Reap(); uint32(got) >= minComplete {
@@ -510,11 +510,20 @@ func (r *Ring) Wait(minComplete uint32, timeout time.Duration) (int, error) {
 		if uint32(got) < minComplete {
 			need = minComplete - uint32(got)
 		}
-		until := deadline
-		if need == 0 {
-			until = time.Time{}
+		var n, flags uint32
+		var arg unsafe.Pointer
+		var argSz uintptr
+		switch {
+		case need == 0 || deadline.IsZero():
+			n, flags, arg, argSz = r.waitArgsLeft(r.flushSQ(), -1)
+		case got == 0 && first:
+			// The whole timeout: no clock read for the first wait (a ring
+			// shard's loop waits thousands of times a second).
+			n, flags, arg, argSz = r.waitArgsLeft(r.flushSQ(), timeout)
+		default:
+			n, flags, arg, argSz = r.waitArgs(r.flushSQ(), deadline)
 		}
-		n, flags, arg, argSz := r.waitArgs(r.flushSQ(), until)
+		first = false
 		if need > 0 && r.cqReady() >= need && n == 0 && r.flags&SetupDeferTaskrun == 0 {
 			need = 0 // already there: just reap
 		}
@@ -548,6 +557,15 @@ func (r *Ring) Wait(minComplete uint32, timeout time.Duration) (int, error) {
 // deadline (not zero) becomes the wait's timeout (IORING_ENTER_EXT_ARG),
 // 0 when it has passed.
 func (r *Ring) waitArgs(n uint32, deadline time.Time) (uint32, uint32, unsafe.Pointer, uintptr) {
+	if deadline.IsZero() {
+		return r.waitArgsLeft(n, -1)
+	}
+	return r.waitArgsLeft(n, max(time.Until(deadline), 0))
+}
+
+// waitArgsLeft is waitArgs with the time left instead of a deadline
+// (negative: no timeout).
+func (r *Ring) waitArgsLeft(n uint32, left time.Duration) (uint32, uint32, unsafe.Pointer, uintptr) {
 	flags := enterGetEvents
 	if r.flags&SetupSQPoll != 0 {
 		if n > 0 && atomic.LoadUint32(r.sqKFlags)&sqNeedWakeup != 0 {
@@ -555,10 +573,9 @@ func (r *Ring) waitArgs(n uint32, deadline time.Time) (uint32, uint32, unsafe.Po
 		}
 		n = 0
 	}
-	if deadline.IsZero() {
+	if left < 0 {
 		return n, flags, nil, 0
 	}
-	left := max(time.Until(deadline), 0)
 	r.ts = kernelTimespec{sec: int64(left / time.Second), nsec: int64(left % time.Second)}
 	r.arg = getEventsArg{ts: uint64(uintptr(unsafe.Pointer(&r.ts)))}
 	return n, flags | enterExtArg, unsafe.Pointer(&r.arg), sizeofGetEventsArg
