@@ -26,7 +26,7 @@ type Broker struct {
 	cfg Config
 	log *slog.Logger
 	// tailReads: fetches read other shards' partitions from their
-	// published tails (log.io.tail.reads, direct mode only).
+	// published tails (log.io.tail.reads).
 	tailReads bool
 	shards    []*shardState
 	engine    ioring.Engine
@@ -108,7 +108,7 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 		logger = slog.Default()
 	}
 	b := &Broker{cfg: cfg, log: logger, conns: map[*conn]struct{}{}, closing: make(chan struct{}), serveErr: make(chan error, 1)}
-	b.tailReads = cfg.LogIOTailReads && cfg.LogIOMode == nvme.IOModeDirect
+	b.tailReads = cfg.LogIOTailReads
 	b.metrics = newBrokerMetrics(b)
 	q, err := newQuotaManager(cfg.Props, b.metrics.set)
 	if err != nil {

@@ -181,11 +181,11 @@ func TestFetchAnswersFromViews(t *testing.T) {
 		}
 	}
 
-	// Records on partition 1 only: its shard alone reads (in direct mode
+	// Records on partition 1 only: its shard alone reads (with tail reads
 	// not even it: the records come from the log's published tail).
 	got, n = fetch(viewFetch(0, -1, map[int32]int64{0: hw[0], 1: 0, 2: hw[2]}))
 	wantReads := uint64(1)
-	if f.b.cfg.LogIOMode == "direct" && f.b.cfg.LogIOTailReads {
+	if f.b.cfg.LogIOTailReads {
 		wantReads = 0
 	}
 	if n != wantReads || len(got[1].RecordBatches) == 0 || len(got[0].RecordBatches) != 0 {
@@ -297,9 +297,10 @@ func tailFetch(iso int8, offsets map[int32]int64) []byte {
 	return frameOf(fr, 12, 17)
 }
 
-// TestFetchReadsPublishedTail: in direct mode a read_uncommitted fetch of
-// the last batches of partitions on either shard is answered from the
-// logs' published tails (nvme/tail.go) without reading on any shard, with
+// TestFetchReadsPublishedTail: in direct and buffered mode a
+// read_uncommitted fetch of the last batches of partitions on either shard
+// is answered from the logs' published tails (nvme/tail.go: block buffers,
+// or the segment file) without reading on any shard, with
 // the same record bytes a read on the shards gives (read_committed, which
 // always reads there; with no transactions its answer is the same); a
 // fetch further back than the tail reads on the shard, and
@@ -308,12 +309,10 @@ func TestFetchReadsPublishedTail(t *testing.T) {
 	for _, tc := range []struct {
 		mode string
 		on   bool
-	}{{"direct", true}, {"direct", false}, {"buffered", true}} {
+	}{{"direct", true}, {"direct", false}, {"buffered", true}, {"buffered", false}} {
 		f := newAllocFixtureWith(t, map[string]string{"log.io.mode": tc.mode, "log.io.tail.reads": strconv.FormatBool(tc.on)})
-		// Buffered mode has no buffers to point into: no tail read is
-		// tried (RB_IO_MODE may have made every case direct).
-		on := tc.on && f.b.cfg.LogIOMode == "direct"
-		tc.mode = f.b.cfg.LogIOMode
+		on := tc.on
+		tc.mode = f.b.cfg.LogIOMode // RB_IO_MODE may have made every case direct
 		// Partition 0 holds 200+ batches; 1 and 2 get 3 each.
 		for i := 0; i < 3; i++ {
 			f.produceOne(produceTo(1))
@@ -371,28 +370,30 @@ func TestFetchReadsPublishedTail(t *testing.T) {
 }
 
 // TestTailFetchAllocs: a fetch answered from a partition's published tail
-// (direct mode) allocates nothing per request in steady state, as the
+// (direct and buffered mode) allocates nothing per request in steady state, as the
 // fetch read on the shard does (TestRequestPathAllocs).
 func TestTailFetchAllocs(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("starts a broker; the race detector allocates")
 	}
-	f := newAllocFixtureWith(t, map[string]string{"log.io.mode": "direct"})
-	resp := kmsg.NewPtrFetchResponse()
-	resp.SetVersion(12)
-	if err := resp.ReadFrom(f.c.roundTrip(tailFetch(1, map[int32]int64{0: 0}), true)); err != nil {
-		t.Fatal(err)
-	}
-	hw := resp.Topics[0].Partitions[0].HighWatermark
-	frame := tailFetch(0, map[int32]int64{0: hw - 1})
-	for i := 0; i < 100; i++ {
-		f.c.roundTrip(frame, true)
-	}
-	before := f.b.metrics.tailReads.Get()
-	if n := testing.AllocsPerRun(300, func() { f.c.roundTrip(frame, true) }); n != 0 {
-		t.Errorf("a fetch from the tail allocates %.0f times per request, want 0", n)
-	}
-	if n := f.b.metrics.tailReads.Get() - before; n < 300 {
-		t.Fatalf("%d tail reads in 300+ fetches: the fetches did not read the tail", n)
+	for _, mode := range []string{"direct", "buffered"} {
+		f := newAllocFixtureWith(t, map[string]string{"log.io.mode": mode})
+		resp := kmsg.NewPtrFetchResponse()
+		resp.SetVersion(12)
+		if err := resp.ReadFrom(f.c.roundTrip(tailFetch(1, map[int32]int64{0: 0}), true)); err != nil {
+			t.Fatal(err)
+		}
+		hw := resp.Topics[0].Partitions[0].HighWatermark
+		frame := tailFetch(0, map[int32]int64{0: hw - 1})
+		for i := 0; i < 100; i++ {
+			f.c.roundTrip(frame, true)
+		}
+		before := f.b.metrics.tailReads.Get()
+		if n := testing.AllocsPerRun(300, func() { f.c.roundTrip(frame, true) }); n != 0 {
+			t.Errorf("%s: a fetch from the tail allocates %.0f times per request, want 0", f.b.cfg.LogIOMode, n)
+		}
+		if n := f.b.metrics.tailReads.Get() - before; n < 300 {
+			t.Fatalf("%s: %d tail reads in 300+ fetches: the fetches did not read the tail", f.b.cfg.LogIOMode, n)
+		}
 	}
 }

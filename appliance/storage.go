@@ -30,7 +30,6 @@ func (b *Broker) probeStorage() {
 	if b.cfg.LogIOMode == nvme.IOModeDirect && !dev.DirectIO {
 		b.log.Warn("O_DIRECT refused in log.dirs; falling back to log.io.mode=buffered", "dir", b.cfg.LogDir, "err", dev.DirectIOErr)
 		b.cfg.LogIOMode = nvme.IOModeBuffered
-		b.tailReads = false
 	}
 }
 

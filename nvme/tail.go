@@ -1,6 +1,9 @@
 package nvme
 
-import "sync/atomic"
+import (
+	"os"
+	"sync/atomic"
+)
 
 // TailView is what a direct-mode Log publishes of its active segment's
 // last batches for goroutines other than its owner: where each batch lies
@@ -18,9 +21,12 @@ import "sync/atomic"
 // Covered: up to recentBatches batches of the active segment, those whose
 // bytes lie in its last tailBlocks cache blocks (the tail block and the
 // one before it while a cache entry or an unwritten block still has it).
-// A fetch offset outside that, a read_committed fetch (aborted
-// transactions come from the owner) or buffered I/O (nothing to point
-// into) reads on the owner shard as before.
+// A buffered log publishes its segment file instead of blocks, and all of
+// the remembered batches: a read gives one Chunk of the file, as the
+// owner's read does (its bytes are in the page cache once Append has
+// returned, and the connection's send takes its own descriptor of the
+// file). A fetch offset outside that, or a read_committed fetch (aborted
+// transactions come from the owner), reads on the owner shard as before.
 //
 // Publication is a sequence lock: the owner (Log.Append, roll, Close)
 // makes seq odd, stores, makes it even. A reader loads seq, reads, takes a
@@ -40,6 +46,7 @@ type TailView struct {
 	n       atomic.Int32 // batches published, from head on, wrapping
 	batches [recentBatches]tailBatch
 	blocks  [tailBlocks]tailBlock
+	file    atomic.Pointer[os.File] // buffered mode: the active segment's file (no blocks)
 
 	// The owner's copy of the slots as published, and the view's holds.
 	pub      [recentBatches]batchRef
@@ -89,9 +96,13 @@ func (l *Log) publishTail() {
 		return
 	}
 	s := l.active()
-	d, ok := s.log.(*directFile)
-	if !ok || s.recent == nil || s.recent.n == 0 || l.closed || l.failure != nil {
+	if s.recent == nil || s.recent.n == 0 || l.closed || l.failure != nil {
 		v.clear()
+		return
+	}
+	d, ok := s.log.(*directFile)
+	if !ok {
+		v.publishFile(s.log.OSFile(), s.recent)
 		return
 	}
 	q := s.recent
@@ -131,6 +142,35 @@ func (l *Log) publishTail() {
 	}
 	// The slots are the recent ring's, so an append stores one batch (and
 	// the head and count), however full the ring is.
+	v.storeSlots(q, first)
+	v.head.Store(int32((q.head + first) % recentBatches))
+	v.n.Store(int32(q.n - first))
+	v.seq.Store(n + 2)
+	for _, b := range v.held {
+		b.Release()
+	}
+	v.pubN, v.held, v.heldBase, v.heldFile, v.heldGen = q.n-first, bufs, bases, d.id, d.gen
+}
+
+// publishFile publishes q's batches and the file that holds them (a
+// buffered log; owner shard).
+func (v *TailView) publishFile(f *os.File, q *recentRing) {
+	n := v.seq.Load()
+	v.seq.Store(n + 1)
+	if v.file.Load() != f {
+		v.file.Store(f)
+		v.pubN = 0 // another segment: store every slot
+	}
+	v.storeSlots(q, 0)
+	v.head.Store(int32(q.head))
+	v.n.Store(int32(q.n))
+	v.seq.Store(n + 2)
+	v.pubN = q.n
+}
+
+// storeSlots stores the slots of q's batches from the first on that
+// differ from what the view published (owner shard, seq odd).
+func (v *TailView) storeSlots(q *recentRing, first int) {
 	for i := first; i < q.n; i++ {
 		k := (q.head + i) % recentBatches
 		if r := q.b[k]; v.pubN == 0 || v.pub[k] != r {
@@ -142,13 +182,6 @@ func (l *Log) publishTail() {
 			v.pub[k] = r
 		}
 	}
-	v.head.Store(int32((q.head + first) % recentBatches))
-	v.n.Store(int32(q.n - first))
-	v.seq.Store(n + 2)
-	for _, b := range v.held {
-		b.Release()
-	}
-	v.pubN, v.held, v.heldBase, v.heldFile, v.heldGen = q.n-first, bufs, bases, d.id, d.gen
 }
 
 // heldBlock is the full block of d at base that the view holds already:
@@ -168,7 +201,7 @@ func (v *TailView) heldBlock(d *directFile, base int64) *BlockBuf {
 
 // clear publishes an empty view and lets go of its blocks (owner shard).
 func (v *TailView) clear() {
-	if v.pubN == 0 && v.held == [tailBlocks]*BlockBuf{} {
+	if v.pubN == 0 && v.held == [tailBlocks]*BlockBuf{} && v.file.Load() == nil {
 		return
 	}
 	n := v.seq.Load()
@@ -177,6 +210,7 @@ func (v *TailView) clear() {
 	for k := range v.blocks {
 		v.blocks[k].buf.Store(nil)
 	}
+	v.file.Store(nil)
 	v.seq.Store(n + 2)
 	for _, b := range v.held {
 		b.Release()
@@ -203,7 +237,8 @@ func (d *directFile) blockBuf(base int64) *BlockBuf {
 // maxOffset; at most maxBytes, except the first batch whole with
 // minOneBatch, KIP-74), with each batch's end, in bytes from the first, to
 // ends (both reused from their first element). Each Chunk points into a
-// block buffer and holds it (Chunk.Ref). It reports false, with nothing
+// block buffer and holds it (Chunk.Ref), or, for a buffered log, is the
+// range of the segment file (Chunk.File, no hold). It reports false, with nothing
 // held, when the view cannot answer: offset outside the published batches,
 // or a publish during the read. Any goroutine.
 func (v *TailView) Read(dst []Chunk, ends []int32, offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (ReadResult, []int32, bool) {
@@ -241,6 +276,18 @@ func (v *TailView) Read(dst []Chunk, ends []int32, offset int64, maxBytes int32,
 	if pos == start {
 		return res, ends, v.seq.Load() == seq
 	}
+	if tailFileHook != nil {
+		tailFileHook()
+	}
+	if f := v.file.Load(); f != nil {
+		// Buffered: the bytes [start, pos) of the segment file.
+		res.Chunks = append(res.Chunks, Chunk{File: f, Pos: start, Len: int32(pos - start)})
+		if v.seq.Load() != seq {
+			return undoTail(res, ends)
+		}
+		res.Bytes = int32(pos - start)
+		return res, ends, true
+	}
 	// The bytes [start, pos) over the named blocks.
 	for at := start; at < pos; {
 		var blk *BlockBuf
@@ -273,6 +320,10 @@ func (v *TailView) Read(dst []Chunk, ends []int32, offset int64, maxBytes int32,
 // tailReadHook, when set (tests), runs in Read between finding a block and
 // holding it: where a publish that lets go of the block could come.
 var tailReadHook func()
+
+// tailFileHook, when set (tests), runs in Read between reading the slots
+// and loading the file: where a roll to another segment could come.
+var tailFileHook func()
 
 // undoTail releases the chunks a failed Read took and reports failure.
 func undoTail(res ReadResult, ends []int32) (ReadResult, []int32, bool) {
