@@ -398,11 +398,17 @@ func TestFetchMaxBytesBrokerCap(t *testing.T) {
 	}
 }
 
-// fetchFrom is a fetch v12 of partitions of "a" at the given offsets with
-// the given min_bytes, max_bytes and max_wait_ms.
+// fetchFrom is a read_uncommitted fetch v12 of partitions of "a" at the
+// given offsets with the given min_bytes, max_bytes and max_wait_ms.
 func fetchFrom(minBytes, maxBytes, maxWaitMs int32, offsets map[int32]int64) []byte {
+	return fetchAtOffsets(minBytes, maxBytes, maxWaitMs, 0, offsets, 31)
+}
+
+// fetchAtOffsets is a fetch v12 of partitions 0-2 of "a" that has in offsets,
+// at those offsets, each with partition_max_bytes 1 MiB.
+func fetchAtOffsets(minBytes, maxBytes, maxWaitMs int32, iso int8, offsets map[int32]int64, corrID int32) []byte {
 	fr := kmsg.NewPtrFetchRequest()
-	fr.MinBytes, fr.MaxBytes, fr.MaxWaitMillis = minBytes, maxBytes, maxWaitMs
+	fr.MinBytes, fr.MaxBytes, fr.MaxWaitMillis, fr.IsolationLevel = minBytes, maxBytes, maxWaitMs, iso
 	ft := kmsg.NewFetchRequestTopic()
 	ft.Topic = "a"
 	for p := int32(0); p < 3; p++ {
@@ -413,7 +419,7 @@ func fetchFrom(minBytes, maxBytes, maxWaitMs int32, offsets map[int32]int64) []b
 		}
 	}
 	fr.Topics = append(fr.Topics, ft)
-	return frameOf(fr, 12, 31)
+	return frameOf(fr, 12, corrID)
 }
 
 // tailHolders sums the holders of the tail blocks of "a"'s partitions

@@ -282,19 +282,7 @@ func TestPartViewPruneDropsEndedPolls(t *testing.T) {
 // tailFetch is a fetch v12 of "a" at the given offsets with isolation
 // level iso (0 read_uncommitted, 1 read_committed).
 func tailFetch(iso int8, offsets map[int32]int64) []byte {
-	fr := kmsg.NewPtrFetchRequest()
-	fr.MinBytes, fr.MaxBytes, fr.IsolationLevel = 1, 1<<20, iso
-	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic = "a"
-	for p := int32(0); p < 3; p++ {
-		if off, ok := offsets[p]; ok {
-			fp := kmsg.NewFetchRequestTopicPartition()
-			fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes, fp.CurrentLeaderEpoch = p, off, 1<<20, -1
-			ft.Partitions = append(ft.Partitions, fp)
-		}
-	}
-	fr.Topics = append(fr.Topics, ft)
-	return frameOf(fr, 12, 17)
+	return fetchAtOffsets(1, 1<<20, 0, iso, offsets, 17)
 }
 
 // TestFetchReadsPublishedTail: in direct and buffered mode a

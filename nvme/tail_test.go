@@ -18,6 +18,36 @@ func tailOptions(t testing.TB, cacheBytes int64) Options {
 	return o
 }
 
+// tailLimit is one set of Read limits the tail tests try.
+type tailLimit struct {
+	maxBytes  int32
+	maxOffset int64
+	minOne    bool
+}
+
+// readTailLikeLog reads off from v with lim and, when the view answers,
+// checks that its bytes and batch ends are the log's own read's (whose
+// holds it gives back). It returns the view's answer.
+func readTailLikeLog(t *testing.T, l *Log, v *TailView, step int, off int64, lim tailLimit) (ReadResult, bool) {
+	t.Helper()
+	got, gotEnds, ok := v.Read(nil, nil, off, lim.maxBytes, lim.maxOffset, lim.minOne)
+	if !ok {
+		if len(got.Chunks) != 0 || len(gotEnds) != 0 || got.Bytes != 0 {
+			t.Fatalf("a refused read returned %d chunks, %d ends", len(got.Chunks), len(gotEnds))
+		}
+		return got, false
+	}
+	want, wantEnds, err := l.ReadBatchesInto(nil, nil, off, lim.maxBytes, lim.maxOffset, lim.minOne)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, w := readChunks(t, got), readChunks(t, want); !bytes.Equal(g, w) || !slices.Equal(gotEnds, wantEnds) {
+		t.Fatalf("append %d, offset %d, %+v: view gave %d bytes ends %v, log %d bytes ends %v", step, off, lim, len(g), gotEnds, len(w), wantEnds)
+	}
+	ReleaseChunks(want.Chunks)
+	return got, true
+}
+
 // TestTailViewReadsLikeLog: after every third append of batches of 20-150 KB
 // (so the remembered batches cross 1 MiB block boundaries), the view
 // answers each fetch offset of the batches it covers with the same bytes
@@ -57,38 +87,21 @@ func TestTailViewReadsLikeLog(t *testing.T) {
 			offs = append(offs, off)
 		}
 		for _, off := range offs {
-			for _, lim := range []struct {
-				maxBytes  int32
-				maxOffset int64
-				minOne    bool
-			}{{1 << 30, leo, true}, {1, leo, true}, {1, leo, false}, {150000, leo, true}, {1 << 30, max(off+1, leo-3), true}} {
-				got, gotEnds, ok := v.Read(nil, nil, off, lim.maxBytes, lim.maxOffset, lim.minOne)
+			for _, lim := range []tailLimit{{1 << 30, leo, true}, {1, leo, true}, {1, leo, false}, {150000, leo, true}, {1 << 30, max(off+1, leo-3), true}} {
+				got, ok := readTailLikeLog(t, l, &v, i, off, lim)
 				if !ok {
 					if covered >= 0 && off >= covered {
 						t.Fatalf("append %d: offset %d (covered from %d) not answered", i, off, covered)
-					}
-					if len(got.Chunks) != 0 || len(gotEnds) != 0 || got.Bytes != 0 {
-						t.Fatalf("a refused read returned %d chunks, %d ends", len(got.Chunks), len(gotEnds))
 					}
 					continue
 				}
 				if covered < 0 || off < covered {
 					t.Fatalf("append %d: offset %d answered, coverage starts at %d", i, off, covered)
 				}
-				want, wantEnds, err := l.ReadBatchesInto(nil, nil, off, lim.maxBytes, lim.maxOffset, lim.minOne)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if g, w := readChunks(t, got), readChunks(t, want); !bytes.Equal(g, w) || !slices.Equal(gotEnds, wantEnds) {
-					t.Fatalf("append %d, offset %d, %+v: view gave %d bytes ends %v, log %d bytes ends %v", i, off, lim, len(g), gotEnds, len(w), wantEnds)
-				}
 				for _, c := range got.Chunks {
 					if c.Ref == nil {
 						t.Fatal("a view chunk holds no buffer")
 					}
-					c.Ref.Release()
-				}
-				for _, c := range want.Chunks {
 					c.Ref.Release()
 				}
 			}
@@ -143,24 +156,10 @@ func TestTailViewBuffered(t *testing.T) {
 		leo := l.LogEndOffset()
 		covered := firsts[max(0, len(firsts)-recentBatches)]
 		for off := int64(0); off < leo; off++ {
-			for _, lim := range []struct {
-				maxBytes  int32
-				maxOffset int64
-				minOne    bool
-			}{{1 << 20, leo, true}, {1, leo, true}, {1, leo, false}, {400, leo, true}, {1 << 20, max(off+1, leo-2), true}} {
-				got, gotEnds, ok := v.Read(nil, nil, off, lim.maxBytes, lim.maxOffset, lim.minOne)
+			for _, lim := range []tailLimit{{1 << 20, leo, true}, {1, leo, true}, {1, leo, false}, {400, leo, true}, {1 << 20, max(off+1, leo-2), true}} {
+				got, ok := readTailLikeLog(t, l, &v, i, off, lim)
 				if ok != (off >= covered) {
 					t.Fatalf("append %d: offset %d (covered from %d) answered %v", i, off, covered, ok)
-				}
-				if !ok {
-					continue
-				}
-				want, wantEnds, err := l.ReadBatchesInto(nil, nil, off, lim.maxBytes, lim.maxOffset, lim.minOne)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if g, w := readChunks(t, got), readChunks(t, want); !bytes.Equal(g, w) || !slices.Equal(gotEnds, wantEnds) {
-					t.Fatalf("append %d, offset %d, %+v: view gave %d bytes ends %v, log %d bytes ends %v", i, off, lim, len(g), gotEnds, len(w), wantEnds)
 				}
 				for _, c := range got.Chunks {
 					if c.File == nil || c.Ref != nil {
