@@ -92,7 +92,7 @@ func handleFetch(b *Broker, r *request) any {
 // readPartition runs on the owner shard. It returns the bytes added and
 // whether the partition answered with an error.
 func readPartition(part *partition, in fetchPartIn, op *fetchPartOut, budget int32, first bool, isolation int8) (int32, bool) {
-	op.chunks, op.bytes, op.hasRecords, op.errCode = op.chunks[:0], 0, false, 0
+	op.chunks, op.bytes, op.hasRecords, op.errCode, op.limited = op.chunks[:0], 0, false, 0, false
 	if part == nil {
 		op.errCode = kerr.NotLeaderForPartition.Code
 		return 0, true
@@ -132,7 +132,7 @@ func readPartition(part *partition, in fetchPartIn, op *fetchPartOut, budget int
 		return 0, true
 	}
 	op.hasRecords = true
-	op.chunks, op.bytes = res.Chunks, res.Bytes
+	op.chunks, op.bytes, op.limited = res.Chunks, res.Bytes, res.Limited
 	if isolation == 1 && res.Bytes > 0 {
 		op.aborted = part.log.AbortedTxns(in.offset, op.lso)
 	}

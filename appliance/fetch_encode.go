@@ -19,6 +19,7 @@ type fetchPartOut struct {
 	ends           []int32 // where each batch of chunks ends (nvme.Log.ReadBatchesInto), for trimToMaxBytes
 	bytes          int32
 	maxBytes       int32 // the request's partition_max_bytes
+	limited        bool  // the read stopped at its byte limit with more readable (nvme.ReadResult.Limited)
 	hasRecords     bool  // false: no records (sent as empty, never null)
 	diverging      bool  // DivergingEpoch tag with divergingEpoch and hw as its end offset
 	divergingEpoch int32

@@ -45,6 +45,7 @@ type fetchState struct {
 	i        int // next ins to read
 	total    int32
 	anyErr   bool
+	full     bool // a read of this pass stopped at max_bytes (the response's): waiting cannot add to it
 	stepFn   func()
 	lp       fetchLongPoll
 
@@ -67,7 +68,7 @@ func (fs *fetchState) init(rs *reqState) {
 func (fs *fetchState) reset(b *Broker, r *request, req *kmsg.FetchRequest, im *Image) {
 	fs.b, fs.r, fs.req, fs.im = b, r, req, im
 	fs.outs, fs.ins = fs.outs[:0], fs.ins[:0]
-	fs.i, fs.total, fs.anyErr = 0, 0, false
+	fs.i, fs.total, fs.anyErr, fs.full = 0, 0, false, false
 }
 
 // goneCode is the error for a partition its shard no longer has. A topic
@@ -231,7 +232,7 @@ func (fs *fetchState) advance() {
 			return
 		}
 		fs.releaseReads()
-		fs.i, fs.anyErr = 0, false
+		fs.i, fs.anyErr, fs.full = 0, false, false
 	}
 }
 
@@ -300,20 +301,24 @@ func (fs *fetchState) peekRun(i, j int) bool {
 			if !tail || in.offset < s.logStart || in.offset > end {
 				return fs.unpeek(i, i+k)
 			}
-			res, ends, ok := v.tail.Read(op.chunks, op.ends, in.offset, max(0, min(in.maxBytes, budget)), end, first)
+			limit := max(0, min(in.maxBytes, budget))
+			res, ends, ok := v.tail.Read(op.chunks, op.ends, in.offset, limit, end, first)
 			op.chunks, op.ends = res.Chunks, ends
 			if !ok {
 				fs.b.metrics.tailRead(false)
 				return fs.unpeek(i, i+k)
 			}
 			fs.b.metrics.tailRead(true)
-			op.bytes = res.Bytes
+			op.bytes, op.limited = res.Bytes, res.Limited
+			if res.Limited && limit < in.maxBytes {
+				fs.full = true // the run's max_bytes budget, not the partition's limit
+			}
 			if res.Bytes > 0 {
 				first = false
 				budget -= res.Bytes
 			}
 		} else {
-			op.chunks, op.ends, op.bytes = op.chunks[:0], op.ends[:0], 0
+			op.chunks, op.ends, op.bytes, op.limited = op.chunks[:0], op.ends[:0], 0, false
 		}
 		op.aborted = nil
 		op.hasRecords, op.errCode = true, 0
@@ -356,6 +361,9 @@ func (fs *fetchState) step() {
 		op := &fs.outs[in.ti].parts[in.pi]
 		part := st.parts[tpKey{in.topic.ID, in.partition}]
 		n, err := readPartition(part, in, op, budget, first, fs.req.IsolationLevel)
+		if op.limited && budget < in.maxBytes {
+			fs.full = true // the run's max_bytes budget, not the partition's limit
+		}
 		if err {
 			fs.anyErr = true
 			if part == nil {
@@ -420,11 +428,32 @@ func (fs *fetchState) afterPrefetch() {
 func (fs *fetchState) endPass() bool {
 	fs.trimToMaxBytes()
 	req := fs.req
-	if req.MaxWaitMillis <= 0 || fs.anyErr || fs.total >= req.MinBytes || fs.total > 0 && req.MinBytes <= 1 {
+	if req.MaxWaitMillis <= 0 || fs.anyErr || fs.total >= req.MinBytes || fs.total > 0 && req.MinBytes <= 1 ||
+		fs.full || fs.readable() >= int64(req.MinBytes) {
 		fs.finish()
 		return false
 	}
 	return fs.lp.passDone()
+}
+
+// readable is what min_bytes is held against, as Kafka's delayed fetch
+// counts it: per partition what the pass read, or its partition_max_bytes
+// when the read stopped at that limit with more behind it (whole batches
+// never fill a limit exactly, so a fetch whose min_bytes is at or above
+// its partition limits waited out max_wait_ms with the data there).
+func (fs *fetchState) readable() int64 {
+	var n int64
+	for ti := range fs.outs {
+		for pi := range fs.outs[ti].parts {
+			op := &fs.outs[ti].parts[pi]
+			if op.limited {
+				n += int64(max(op.bytes, op.maxBytes))
+			} else {
+				n += int64(op.bytes)
+			}
+		}
+	}
+	return n
 }
 
 // trimToMaxBytes applies max_bytes to what the shards read, in request
@@ -452,6 +481,7 @@ func (fs *fetchState) trimToMaxBytes() {
 					keep = end
 				}
 				op.cut(keep)
+				fs.full = true
 			}
 			total += op.bytes
 		}
@@ -493,7 +523,7 @@ func (fs *fetchState) finish() {
 // waking goroutine (advance).
 func (fs *fetchState) restart() {
 	fs.releaseReads()
-	fs.i, fs.anyErr = 0, false
+	fs.i, fs.anyErr, fs.full = 0, false, false
 	fs.advance()
 }
 

@@ -563,3 +563,48 @@ func TestGroupByShardOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestFetchMinBytesCountsLimitedPartitions: min_bytes is held against what
+// the partitions could give within their limits, as Kafka's delayed fetch
+// does: a partition whose read stopped at its partition_max_bytes counts
+// at that limit (whole batches never fill it exactly), and a read that
+// stopped at the response's max_bytes ends the wait. A fetch with
+// min_bytes equal to partition_max_bytes over a backlog larger than both
+// used to wait out max_wait_ms every time. Without enough data the fetch
+// still waits.
+func TestFetchMinBytesCountsLimitedPartitions(t *testing.T) {
+	for _, mode := range []string{"buffered", "direct"} {
+		f := newAllocFixtureWith(t, map[string]string{"log.io.mode": mode})
+		addr := f.b.Addr().String()
+		for i := 0; i < 4; i++ { // ~1.2 MB in 300 KB batches on partition 1
+			f.produceOne(bigProduceFrame(1, 300, int32(40+i)))
+		}
+		f.produceOne(bigProduceFrame(2, 300, 44)) // ~300 KB on partition 2
+		timed := func(name string, frame []byte) (*kmsg.FetchResponse, time.Duration) {
+			t.Helper()
+			start := time.Now()
+			resp := <-sendFetch(t, addr, frame)
+			if resp == nil || len(resp.Topics) != 1 {
+				t.Fatalf("%s, %s: fetch failed: %+v", f.b.cfg.LogIOMode, name, resp)
+			}
+			return resp, time.Since(start)
+		}
+		// min_bytes at partition_max_bytes (1 MiB): partition 1 is limited.
+		resp, took := timed("min at the partition limit", fetchAtOffsets(1<<20, 50<<20, 5000, 0, map[int32]int64{1: 0}, 50))
+		if took > 2*time.Second || len(resp.Topics[0].Partitions[0].RecordBatches) == 0 {
+			t.Fatalf("%s: min_bytes = partition_max_bytes over a 1.2 MB backlog answered %d bytes after %v (max wait 5 s)",
+				f.b.cfg.LogIOMode, len(resp.Topics[0].Partitions[0].RecordBatches), took)
+		}
+		// The response's max_bytes stops the read: nothing more can come.
+		_, took = timed("max_bytes reached", fetchAtOffsets(1<<20, 700<<10, 5000, 0, map[int32]int64{1: 0, 2: 0}, 51))
+		if took > 2*time.Second {
+			t.Fatalf("%s: a fetch filled to max_bytes waited %v for min_bytes", f.b.cfg.LogIOMode, took)
+		}
+		// Not enough anywhere: partition 2's 300 KB against 1 MiB waits.
+		resp, took = timed("too little", fetchAtOffsets(1<<20, 50<<20, 300, 0, map[int32]int64{2: 0}, 52))
+		if took < 250*time.Millisecond || len(resp.Topics[0].Partitions[0].RecordBatches) == 0 {
+			t.Fatalf("%s: a fetch short of min_bytes answered %d bytes after %v, want its records after max_wait 300 ms",
+				f.b.cfg.LogIOMode, len(resp.Topics[0].Partitions[0].RecordBatches), took)
+		}
+	}
+}

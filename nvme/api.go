@@ -112,6 +112,10 @@ type Chunk struct {
 type ReadResult struct {
 	Chunks []Chunk
 	Bytes  int32 // sum of the chunks' lengths
+	// Limited: the read stopped at a batch below maxOffset that maxBytes
+	// left out, so more is readable than it gave (a fetch's min_bytes
+	// counts such a partition at its limit, as Kafka's delayed fetch does).
+	Limited bool
 }
 
 // SegmentInfo describes one segment, for DescribeLogDirs and tooling.

@@ -395,9 +395,12 @@ func (l *Log) readInto(dst []Chunk, ends *[]int32, offset int64, maxBytes int32,
 			if err != nil {
 				return ReadResult{}, err
 			}
-			if r.baseOffset >= maxOffset ||
-				(int64(res.Bytes)+(pos-start)+r.size > int64(maxBytes) && !(first && minOneBatch)) {
+			if r.baseOffset >= maxOffset {
 				done = true
+				break
+			}
+			if int64(res.Bytes)+(pos-start)+r.size > int64(maxBytes) && !(first && minOneBatch) {
+				done, res.Limited = true, true
 				break
 			}
 			first = false

@@ -264,7 +264,11 @@ func (v *TailView) Read(dst []Chunk, ends []int32, offset int64, maxBytes int32,
 	for ; i < n; i++ {
 		b := &v.batches[(head+i)%recentBatches]
 		size := b.size.Load()
-		if b.base.Load() >= maxOffset || pos+size-start > int64(maxBytes) && !(pos == start && minOneBatch) {
+		if b.base.Load() >= maxOffset {
+			break
+		}
+		if pos+size-start > int64(maxBytes) && !(pos == start && minOneBatch) {
+			res.Limited = true
 			break
 		}
 		if b.pos.Load() != pos || size <= 0 {
@@ -327,7 +331,7 @@ var tailFileHook func()
 
 // undoTail releases the chunks a failed Read took and reports failure.
 func undoTail(res ReadResult, ends []int32) (ReadResult, []int32, bool) {
-	res.Chunks = ReleaseChunks(res.Chunks)
+	res.Chunks, res.Limited = ReleaseChunks(res.Chunks), false
 	return res, ends[:0], false
 }
 

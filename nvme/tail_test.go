@@ -41,8 +41,8 @@ func readTailLikeLog(t *testing.T, l *Log, v *TailView, step int, off int64, lim
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g, w := readChunks(t, got), readChunks(t, want); !bytes.Equal(g, w) || !slices.Equal(gotEnds, wantEnds) {
-		t.Fatalf("append %d, offset %d, %+v: view gave %d bytes ends %v, log %d bytes ends %v", step, off, lim, len(g), gotEnds, len(w), wantEnds)
+	if g, w := readChunks(t, got), readChunks(t, want); !bytes.Equal(g, w) || !slices.Equal(gotEnds, wantEnds) || got.Limited != want.Limited {
+		t.Fatalf("append %d, offset %d, %+v: view gave %d bytes ends %v limited %v, log %d bytes ends %v limited %v", step, off, lim, len(g), gotEnds, got.Limited, len(w), wantEnds, want.Limited)
 	}
 	ReleaseChunks(want.Chunks)
 	return got, true
@@ -316,4 +316,46 @@ func testTailViewConcurrentReads(t *testing.T, o Options) {
 		t.Fatalf("no read answered (%d refused)", refused.Load())
 	}
 	t.Logf("%d reads answered, %d refused", answered.Load(), refused.Load())
+}
+
+// TestReadLimited: a read reports Limited when it stopped at a batch that
+// maxBytes left out, and not when it reached maxOffset or the log end.
+func TestReadLimited(t *testing.T) {
+	for _, mode := range []string{IOModeBuffered, IOModeDirect} {
+		o := tailOptions(t, 8<<20)
+		o.IOMode = mode
+		l := mustOpen(t, t.TempDir(), o)
+		var size int32
+		for i := 0; i < 3; i++ {
+			b := simpleBatch(t, 2, 1000, int64(i))
+			size = int32(len(b))
+			mustAppend(t, l, b, AppendOptions{})
+		}
+		leo := l.LogEndOffset()
+		for _, c := range []struct {
+			maxBytes  int32
+			maxOffset int64
+			minOne    bool
+			bytes     int32
+			limited   bool
+		}{
+			{1 << 20, leo, true, 3 * size, false},     // the log end
+			{2*size + 1, leo, true, 2 * size, true},   // the third batch left out
+			{1, leo, true, size, true},                // the first whole (KIP-74), the rest left out
+			{1, leo, false, 0, true},                  // nothing fits
+			{1 << 20, leo - 2, true, 2 * size, false}, // maxOffset: the high watermark
+		} {
+			r, err := l.Read(0, c.maxBytes, c.maxOffset, c.minOne)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Bytes != c.bytes || r.Limited != c.limited {
+				t.Fatalf("%v, %+v: %d bytes, limited %v", mode, c, r.Bytes, r.Limited)
+			}
+			ReleaseChunks(r.Chunks)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
