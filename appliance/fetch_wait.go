@@ -481,7 +481,13 @@ func (fs *fetchState) trimToMaxBytes() {
 					keep = end
 				}
 				op.cut(keep)
-				fs.full = true
+				// Cut by what max_bytes leaves: nothing more can come;
+				// by its own limit: it counts at that limit (readable).
+				if room < int64(op.maxBytes) {
+					fs.full = true
+				} else {
+					op.limited = true
+				}
 			}
 			total += op.bytes
 		}
