@@ -516,7 +516,7 @@ func (r *Ring) Wait(minComplete uint32, timeout time.Duration) (int, error) {
 		switch {
 		case need == 0 || deadline.IsZero():
 			n, flags, arg, argSz = r.waitArgsLeft(r.flushSQ(), -1)
-		case got == 0 && first:
+		case first:
 			// The whole timeout: no clock read for the first wait (a ring
 			// shard's loop waits thousands of times a second).
 			n, flags, arg, argSz = r.waitArgsLeft(r.flushSQ(), timeout)

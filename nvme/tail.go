@@ -5,10 +5,10 @@ import (
 	"sync/atomic"
 )
 
-// TailView is what a direct-mode Log publishes of its active segment's
+// TailView is what a Log publishes of its active segment's
 // last batches for goroutines other than its owner: where each batch lies
 // (position, size, base and last offset) and the block buffers that hold
-// those bytes, so that a fetch near the log end can be answered on the
+// those bytes (a buffered log: the segment file), so that a fetch near the log end can be answered on the
 // goroutine that received it, with Chunks that point into the owner's
 // buffers, instead of a hop to the owner shard and back.
 //
