@@ -11,7 +11,8 @@
 //
 // Files: batch.go (batch v2 header, validation, record walking),
 // compression.go, segment.go (one .log with in-memory copies of its
-// indexes), index.go, recover.go (Open's recovery), log.go (Open, Append,
+// indexes), index.go, recover.go (Open's recovery), cleanshutdown.go (the marker
+// a clean Close leaves, which spares the next Open the last segment's scan), log.go (Open, Append,
 // Read, rolling), retention.go, timestamp.go, epoch.go, metadata.go,
 // groupcommit.go, file.go (the file interface that a direct-I/O or
 // fault-injecting implementation replaces), direct.go (log.io.mode=direct:

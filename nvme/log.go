@@ -54,7 +54,8 @@ type Log struct {
 // segments' indexes are loaded (rebuilt when missing or inconsistent), and
 // the last segment is scanned from the start, checking every batch's framing
 // and CRC32C; it is truncated at the first bad batch and its indexes are
-// rebuilt. opts.LogStartOffset is clamped to [first segment base, log end
+// rebuilt. After a clean Close (CleanShutdownFile) the last segment is
+// loaded like a closed one instead. opts.LogStartOffset is clamped to [first segment base, log end
 // offset]. Leader epochs come from leader-epoch-checkpoint.
 func Open(dir string, opts Options) (*Log, error) {
 	return openLog(dir, opts, openOSFile)
@@ -69,15 +70,22 @@ func openLog(dir string, opts Options, open opener) (*Log, error) {
 		return nil, fmt.Errorf("cannot create partition directory %q: %w", dir, err)
 	}
 	l := &Log{dir: dir, opts: o, logger: o.Logger.With("dir", dir), open: open, sf: newSegFiles(o)}
+	clean, err := l.hadCleanShutdown()
+	if err != nil {
+		return nil, err
+	}
 	bases, err := l.listDir()
 	if err != nil {
 		return nil, err
 	}
 	for i, base := range bases {
 		var s *segment
-		if i < len(bases)-1 {
+		switch {
+		case i < len(bases)-1:
 			s, err = l.loadClosedSegment(base)
-		} else {
+		case clean:
+			s, err = l.reopenActiveSegment(base)
+		default:
 			s, err = l.recoverActiveSegment(base, false)
 		}
 		if err != nil {
@@ -105,6 +113,12 @@ func openLog(dir string, opts Options, open opener) (*Log, error) {
 	if err := l.loadTxnIndexes(); err != nil {
 		l.closeSegments()
 		return nil, err
+	}
+	if clean {
+		if err := l.clearCleanShutdown(); err != nil {
+			l.closeSegments()
+			return nil, err
+		}
 	}
 	return l, nil
 }
@@ -483,14 +497,19 @@ func (l *Log) Close() error {
 		if l.scratch, err = l.active().deactivate(maxTime, l.scratch, true); err != nil {
 			errs = append(errs, err)
 		}
-		if len(l.producers) > 0 {
-			if err := l.writeProducerSnapshot(l.LogEndOffset()); err != nil {
-				errs = append(errs, err)
-			}
+		// Written even when empty, as Kafka does, so that the next Open
+		// replays no batch headers.
+		if err := l.writeProducerSnapshot(l.LogEndOffset()); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if err := l.closeSegments(); err != nil {
 		errs = append(errs, err)
+	}
+	if l.failure == nil && len(errs) == 0 {
+		if err := l.markCleanShutdown(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	l.dec.close()
 	l.closed = true

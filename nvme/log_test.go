@@ -286,6 +286,9 @@ func TestIndexRebuild(t *testing.T) {
 		return out
 	}
 	l.Close()
+	// Without the marker the active segment is recovered from its batches,
+	// as the reopen below must do once its .index is gone.
+	os.Remove(filepath.Join(dir, CleanShutdownFile))
 	l = mustOpen(t, dir, o)
 	before := snapshot(l)
 	l.Close()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -66,11 +67,28 @@ func TestFranzCodecs(t *testing.T) {
 			checkCodecTopic(t, b, topic, seed, total, batches)
 			t.Logf("consumed and checked %d records in %v", total, time.Since(start).Round(time.Millisecond))
 
-			b.Restart()
+			// A clean stop marks every partition; the next start loads
+			// the active segments from their indexes and drops the marks.
+			b.Stop()
+			checkCleanShutdownMarks(t, b, topic, codecPartitions, true)
+			b.Start()
+			checkCleanShutdownMarks(t, b, topic, codecPartitions, false)
 			start = time.Now()
 			checkCodecTopic(t, b, topic, seed, total, batches)
 			t.Logf("after restart: consumed and checked %d records in %v", total, time.Since(start).Round(time.Millisecond))
 		})
+	}
+}
+
+// checkCleanShutdownMarks checks that each partition directory of topic
+// holds the clean-shutdown marker (want) or not.
+func checkCleanShutdownMarks(t *testing.T, b *Broker, topic string, partitions int, want bool) {
+	t.Helper()
+	for p := range partitions {
+		path := filepath.Join(b.DataDir, fmt.Sprintf("%s-%d", topic, p), ".clean_shutdown") // nvme.CleanShutdownFile
+		if _, err := os.Stat(path); (err == nil) != want {
+			t.Fatalf("%s: present %v, want %v (%v)", path, err == nil, want, err)
+		}
 	}
 }
 
