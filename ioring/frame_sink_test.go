@@ -165,14 +165,17 @@ func TestUringFrameSinkTruncated(t *testing.T) {
 	}
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
-	timeouts := 0
+	timeouts, eofs := 0, 0
 	for _, err := range srv.errs {
-		if errors.Is(err, ErrFrameTimeout) {
+		switch {
+		case errors.Is(err, ErrFrameTimeout):
 			timeouts++
+		case errors.Is(err, ErrFrameEOF):
+			eofs++
 		}
 	}
-	if timeouts != 1 {
-		t.Fatalf("errors %v, want one ErrFrameTimeout", srv.errs)
+	if timeouts != 1 || eofs != 1 || len(srv.errs) != 2 {
+		t.Fatalf("errors %v, want one ErrFrameTimeout and one ErrFrameEOF", srv.errs)
 	}
 }
 

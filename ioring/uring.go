@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net"
@@ -36,6 +37,10 @@ var (
 	// ErrFrameSize closes a connection that announced a frame outside
 	// [UringOptions.MinFrame, MaxFrame].
 	ErrFrameSize = errors.New("ioring: request frame size out of range")
+	// ErrFrameEOF ends a connection whose peer closed it part way through
+	// a frame (it wraps io.ErrUnexpectedEOF); an EOF between frames is an
+	// orderly end (nil).
+	ErrFrameEOF = fmt.Errorf("ioring: truncated request frame: %w", io.ErrUnexpectedEOF)
 )
 
 // FrameAction is what OnFrame asks the engine to do next.
@@ -60,7 +65,8 @@ type RingConnCallbacks interface {
 	// the engine's receive buffers and is valid only during the call.
 	OnFrame(frame []byte) FrameAction
 	// OnClose is called once, after the socket is closed and no op uses it.
-	// err is nil for an orderly end (EOF, Close, engine shutdown).
+	// err is nil for an orderly end (EOF between frames, Close, engine
+	// shutdown); an EOF part way through a frame is ErrFrameEOF.
 	OnClose(err error)
 }
 
@@ -628,7 +634,7 @@ func (c *RingConn) onHdrRecv(cqe CQE) {
 		c.feed(c.hdr[:cqe.Res])
 		c.armRecv()
 	case cqe.Res == 0:
-		c.Abort(nil) // EOF
+		c.Abort(c.eofErr())
 	case cqe.Res == -int32(unix.ECANCELED):
 		c.armRecv() // closing or paused: a no-op
 	default:
@@ -652,7 +658,7 @@ func (c *RingConn) onBigRecv(cqe CQE) {
 		}
 		c.armRecv()
 	case cqe.Res == 0:
-		c.Abort(nil) // EOF
+		c.Abort(c.eofErr())
 	case cqe.Res == -int32(unix.ECANCELED), cqe.Res > 0:
 		c.armRecv() // closing or paused: a no-op
 	default:
@@ -711,7 +717,7 @@ func (c *RingConn) onRecv(cqe CQE) {
 			c.goDirect()
 		}
 	case cqe.Res == 0:
-		c.Abort(nil) // EOF
+		c.Abort(c.eofErr())
 	case cqe.Res == -int32(unix.ENOBUFS):
 		c.armRecv() // the buffers were recycled meanwhile
 	case cqe.Res == -int32(unix.ECANCELED):
@@ -972,6 +978,28 @@ func (c *RingConn) Close() {
 	c.closeAfter = true
 	c.pause()
 	c.kick()
+}
+
+// eofErr is what the peer's EOF closes the connection with: nil between
+// frames, ErrFrameEOF when part of a frame (a size prefix, or a frame not
+// yet whole) was received. Whole frames a paused connection has not cut
+// yet are not a truncation.
+func (c *RingConn) eofErr() error {
+	if c.big != nil {
+		return ErrFrameEOF
+	}
+	b := c.acc
+	for len(b) >= 4 {
+		size := int(int32(binary.BigEndian.Uint32(b)))
+		if size < 0 || len(b)-4 < size {
+			return ErrFrameEOF
+		}
+		b = b[4+size:]
+	}
+	if len(b) > 0 {
+		return ErrFrameEOF
+	}
+	return nil
 }
 
 // Abort closes the connection now; OnClose gets err.

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -289,6 +290,53 @@ func TestUringFrameLimits(t *testing.T) {
 	defer srv.mu.Unlock()
 	if len(srv.errs) != 1 || !errors.Is(srv.errs[0], ErrFrameSize) {
 		t.Fatalf("errors %v, want ErrFrameSize", srv.errs)
+	}
+}
+
+// TestUringEOFMidFrame: a peer that closes between frames ends its
+// connection with no error; one that closes after part of a size prefix or
+// of a frame ends it with ErrFrameEOF.
+func TestUringEOFMidFrame(t *testing.T) {
+	whole := append(frame([]byte("one")), frame([]byte("two"))...)
+	for _, tc := range []struct {
+		name string
+		send []byte
+		want error
+	}{
+		{"between frames", whole, nil},
+		{"in a size prefix", append(slices.Clone(whole), 0, 0), ErrFrameEOF},
+		{"in a frame", append(slices.Clone(whole), frame([]byte("three"))[:6]...), ErrFrameEOF},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := &echoServer{}
+			e := startUring(t, 1, srv, UringOptions{MaxFrame: 100})
+			c, err := net.Dial("tcp", e.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Write(tc.send)
+			for _, w := range []string{"one", "two"} {
+				if got := readFrame(t, c); string(got) != w {
+					t.Fatalf("echo %q, want %q", got, w)
+				}
+			}
+			c.Close()
+			deadline := time.Now().Add(5 * time.Second)
+			for srv.closed.Load() == 0 && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			srv.mu.Lock()
+			defer srv.mu.Unlock()
+			if srv.closed.Load() != 1 {
+				t.Fatal("connection not closed")
+			}
+			switch {
+			case tc.want == nil && len(srv.errs) != 0:
+				t.Fatalf("errors %v, want none", srv.errs)
+			case tc.want != nil && (len(srv.errs) != 1 || !errors.Is(srv.errs[0], tc.want) || !errors.Is(srv.errs[0], io.ErrUnexpectedEOF)):
+				t.Fatalf("errors %v, want %v", srv.errs, tc.want)
+			}
+		})
 	}
 }
 

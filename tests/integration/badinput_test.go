@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -478,6 +480,21 @@ func TestBadInput(t *testing.T) {
 	h.finish(t)
 	if !b.Running() {
 		t.Fatalf("broker exited (%s)", b.exitDesc())
+	}
+	// Each engine logs the two peers that left part way through a frame.
+	var lines int
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		data, err := os.ReadFile(b.logPaths[len(b.logPaths)-1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = bytes.Count(data, []byte("truncated request frame"))
+		if lines >= 2 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if lines < 2 {
+		t.Errorf("broker log has %d lines about a truncated request frame, want one per truncated case (2)", lines)
 	}
 }
 
