@@ -62,7 +62,8 @@ func errCode(err error) int16 {
 	case errors.Is(err, nvme.ErrMessageTooLarge):
 		return kerr.MessageTooLarge.Code
 	case errors.Is(err, nvme.ErrUnsupportedMagic):
-		return kerr.UnsupportedForMessageFormat.Code
+		// Kafka's ProduceRequest.validateRecords: v3+ carries magic 2 only.
+		return kerr.InvalidRecord.Code
 	case errors.Is(err, nvme.ErrInvalidRecord):
 		return kerr.InvalidRecord.Code
 	case errors.Is(err, nvme.ErrOffsetOutOfRange):

@@ -76,8 +76,13 @@ func handleProduce(b *Broker, r *request) any {
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case isInternalTopic(t.Topic):
 				rp.ErrorCode = kerr.InvalidTopicException.Code
-			case p.Records == nil:
-				rp.ErrorCode = kerr.CorruptMessage.Code
+			case len(p.Records) == 0:
+				// Kafka's ProduceRequest.validateRecords: at least one batch.
+				rp.ErrorCode = kerr.InvalidRecord.Code
+				if r.version >= 8 {
+					msg := "a produce request must have at least one record batch per partition"
+					rp.ErrorMessage = &msg
+				}
 			case clientBatchViolation(p.Records, txn) != "":
 				rp.ErrorCode = kerr.InvalidRecord.Code
 				if r.version >= 8 {

@@ -13,18 +13,21 @@ import (
 // Sentinel errors. The appliance maps them to Kafka error codes once, at the
 // protocol boundary (see appliance/errors.go).
 var (
-	// ErrCorruptMessage: a batch failed validation (CRC32C mismatch, bad
-	// magic, batchLength inconsistent with the bytes, record count mismatch).
-	// Kafka: CORRUPT_MESSAGE (2).
+	// ErrCorruptMessage: a batch's framing or checksum is bad (CRC32C
+	// mismatch, batchLength inconsistent with the bytes, a body that does not
+	// decompress), or stored data does not parse. Kafka: CORRUPT_MESSAGE (2).
 	ErrCorruptMessage = errors.New("corrupt record batch")
 	// ErrMessageTooLarge: one batch is larger than max.message.bytes.
 	// Kafka: MESSAGE_TOO_LARGE (10).
 	ErrMessageTooLarge = errors.New("record batch larger than max.message.bytes")
-	// ErrUnsupportedMagic: a batch whose magic is not 2. Kafka:
-	// UNSUPPORTED_FOR_MESSAGE_FORMAT (43).
+	// ErrUnsupportedMagic: a batch whose magic is not 2. In a produce
+	// request Kafka answers INVALID_RECORD (87): ProduceRequest v3+ may
+	// carry only magic 2 batches.
 	ErrUnsupportedMagic = errors.New("record batch magic is not 2")
-	// ErrInvalidRecord: a record fails a per-record rule (for example a
-	// keyless record on a compacted topic). Kafka: INVALID_RECORD (87).
+	// ErrInvalidRecord: the records break a rule of Kafka's produce
+	// validation: no batch, a record count that disagrees with the batch's
+	// offsets or its records, records that do not parse, a keyless record on
+	// a compacted topic. Kafka: INVALID_RECORD (87).
 	ErrInvalidRecord = errors.New("invalid record")
 	// ErrOffsetOutOfRange: a read outside [log start offset, log end offset].
 	// Kafka: OFFSET_OUT_OF_RANGE (1).

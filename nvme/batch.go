@@ -136,12 +136,14 @@ func batchCRC(batch []byte) uint32 { return CRC32C(batch[offAttributes:]) }
 
 // ValidateBatches checks the records bytes of a produce request: one or more
 // concatenated record batches v2. It returns the number of batches and
-// records. Errors: ErrUnsupportedMagic (magic not 2), ErrCorruptMessage
+// records. Errors, as Kafka's ProduceRequest.validateRecords and
+// LogValidator sort them: ErrUnsupportedMagic (magic not 2), ErrCorruptMessage
 // (truncated batch, batchLength inconsistent with the bytes, CRC32C mismatch,
-// record count or lastOffsetDelta inconsistent, unparsable records, unknown
-// codec), ErrMessageTooLarge (a batch larger than o.MaxMessageBytes, default
-// DefaultMaxMessageBytes), ErrInvalidRecord (a keyless record when
-// o.RequireKeys). Compressed batches are decompressed to check their records
+// undecompressable body, unknown codec), ErrMessageTooLarge (a batch larger
+// than o.MaxMessageBytes, default DefaultMaxMessageBytes), ErrInvalidRecord
+// (no batch at all, record count or lastOffsetDelta inconsistent, records
+// that do not parse or do not fill the batch, offset deltas not 0..n-1, a
+// keyless record when o.RequireKeys). Compressed batches are decompressed to check their records
 // (they are stored compressed, as sent). It never modifies records.
 func ValidateBatches(records []byte, o AppendOptions) (batches, numRecords int, err error) {
 	var d decompressor
@@ -151,7 +153,7 @@ func ValidateBatches(records []byte, o AppendOptions) (batches, numRecords int, 
 
 func validateBatches(records []byte, o AppendOptions, d *decompressor) (batches, numRecords int, err error) {
 	if len(records) == 0 {
-		return 0, 0, fmt.Errorf("%w: no record batches", ErrCorruptMessage)
+		return 0, 0, fmt.Errorf("%w: no record batches", ErrInvalidRecord)
 	}
 	maxBytes := int64(o.MaxMessageBytes)
 	if maxBytes <= 0 {
@@ -186,10 +188,10 @@ func validateBatch(batch []byte, h BatchHeader, requireKeys bool, d *decompresso
 		return fmt.Errorf("%w: CRC32C is %#08x, header says %#08x", ErrCorruptMessage, got, h.CRC)
 	}
 	if h.RecordCount <= 0 {
-		return fmt.Errorf("%w: record count %d", ErrCorruptMessage, h.RecordCount)
+		return fmt.Errorf("%w: record count %d", ErrInvalidRecord, h.RecordCount)
 	}
 	if h.LastOffsetDelta != h.RecordCount-1 {
-		return fmt.Errorf("%w: lastOffsetDelta %d inconsistent with record count %d", ErrCorruptMessage, h.LastOffsetDelta, h.RecordCount)
+		return fmt.Errorf("%w: lastOffsetDelta %d inconsistent with record count %d", ErrInvalidRecord, h.LastOffsetDelta, h.RecordCount)
 	}
 	body := batch[BatchHeaderSize:]
 	switch c := h.Compression(); c {
@@ -215,7 +217,7 @@ func checkRecords(b []byte, count int32, requireKeys bool) error {
 	for i := int32(0); i < count; i++ {
 		r, ok := it.next()
 		if !ok {
-			return fmt.Errorf("%w: record %d of %d: %s", ErrCorruptMessage, i, count, it.err)
+			return fmt.Errorf("%w: record %d of %d: %s", ErrInvalidRecord, i, count, it.err)
 		}
 		if r.offsetDelta != i {
 			// A producer numbers its records 0..n-1; any other numbering
@@ -230,7 +232,7 @@ func checkRecords(b []byte, count int32, requireKeys bool) error {
 		}
 	}
 	if it.pos != len(b) {
-		return fmt.Errorf("%w: %d bytes after the last of %d records", ErrCorruptMessage, len(b)-it.pos, count)
+		return fmt.Errorf("%w: %d bytes after the last of %d records", ErrInvalidRecord, len(b)-it.pos, count)
 	}
 	return nil
 }

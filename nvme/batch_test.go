@@ -30,7 +30,7 @@ func TestValidateBatches(t *testing.T) {
 	tests := []tc{
 		{name: "valid", records: valid, batches: 1, recs: 2},
 		{name: "two batches", records: append(append([]byte(nil), valid...), valid...), batches: 2, recs: 4},
-		{name: "empty", records: nil, want: ErrCorruptMessage},
+		{name: "empty", records: nil, want: ErrInvalidRecord},
 		{name: "short", records: valid[:10], want: ErrCorruptMessage},
 		{name: "header only", records: valid[:40], want: ErrCorruptMessage},
 		{name: "truncated", records: valid[:len(valid)-1], want: ErrCorruptMessage},
@@ -44,9 +44,9 @@ func TestValidateBatches(t *testing.T) {
 			binary.BigEndian.PutUint32(b[offRecordCount:], 3)
 			binary.BigEndian.PutUint32(b[offLastOffsetDelta:], 2)
 			return fixCRC(b)
-		}), want: ErrCorruptMessage},
-		{name: "negative count", records: mutate(func(b []byte) []byte { binary.BigEndian.PutUint32(b[offRecordCount:], 0xffffffff); return fixCRC(b) }), want: ErrCorruptMessage},
-		{name: "lastOffsetDelta mismatch", records: mutate(func(b []byte) []byte { binary.BigEndian.PutUint32(b[offLastOffsetDelta:], 5); return fixCRC(b) }), want: ErrCorruptMessage},
+		}), want: ErrInvalidRecord},
+		{name: "negative count", records: mutate(func(b []byte) []byte { binary.BigEndian.PutUint32(b[offRecordCount:], 0xffffffff); return fixCRC(b) }), want: ErrInvalidRecord},
+		{name: "lastOffsetDelta mismatch", records: mutate(func(b []byte) []byte { binary.BigEndian.PutUint32(b[offLastOffsetDelta:], 5); return fixCRC(b) }), want: ErrInvalidRecord},
 		{name: "unknown codec", records: mutate(func(b []byte) []byte { b[offAttributes+1] |= 6; return fixCRC(b) }), want: ErrCorruptMessage},
 		{name: "too large", records: valid, opts: AppendOptions{MaxMessageBytes: int32(len(valid) - 1)}, want: ErrMessageTooLarge},
 		{name: "exactly max", records: valid, opts: AppendOptions{MaxMessageBytes: int32(len(valid))}, batches: 1, recs: 2},
