@@ -263,12 +263,17 @@ func (c *conn) close() {
 	})
 }
 
+// errTruncatedFrame wraps what ends a connection part way through a request
+// frame (EOF, a reset, the frame's read deadline); such an end is logged
+// even where a reset between frames is not.
+var errTruncatedFrame = errors.New("truncated request frame")
+
 // serve runs the reader; it returns when the connection is closed.
 func (c *conn) serve() {
 	wdone := make(chan struct{})
 	go func() { defer close(wdone); c.writer() }()
 	err := c.reader()
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.ECONNRESET) {
+	if err != nil && (errors.Is(err, errTruncatedFrame) || !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.ECONNRESET)) {
 		c.b.log.Warn("closing connection", "remote", c.remote, "shard", c.shard, "reason", err.Error())
 	}
 	if err != nil {
@@ -303,26 +308,29 @@ func (c *conn) reader() error {
 				}
 				return fmt.Errorf("idle for longer than connections.max.idle.ms=%d", c.b.cfg.ConnectionsMaxIdleMs)
 			}
+			if n > 0 {
+				return fmt.Errorf("%w: %w", errTruncatedFrame, err)
+			}
 			return err
 		}
 		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
 		if c.authPending && size > c.b.cfg.SaslServerMaxReceiveSize {
 			return c.closeAfterAnswers(fmt.Errorf("request frame size %d before SASL authentication exceeds sasl.server.max.receive.size=%d", size, c.b.cfg.SaslServerMaxReceiveSize))
 		}
-		if size < 0 || size > c.b.cfg.SocketRequestMaxBytes {
-			return c.closeAfterAnswers(fmt.Errorf("request frame size %d outside [0, socket.request.max.bytes=%d]", size, c.b.cfg.SocketRequestMaxBytes))
-		}
-		if size < 8 {
-			return c.closeAfterAnswers(fmt.Errorf("request frame of %d bytes is shorter than a request header", size))
+		if size < 8 || size > c.b.cfg.SocketRequestMaxBytes { // 8: the shortest request header
+			return c.closeAfterAnswers(fmt.Errorf("request frame size %d outside [8, socket.request.max.bytes=%d]", size, c.b.cfg.SocketRequestMaxBytes))
 		}
 		// A frame's read gets a deadline so a peer cannot hold half a frame forever.
 		_ = c.nc.SetReadDeadline(time.Now().Add(30 * time.Second))
 		rs := getReqState(int(size))
 		if _, err := io.ReadFull(br, rs.frame); err != nil {
-			if errors.Is(err, io.ErrUnexpectedEOF) {
-				return fmt.Errorf("truncated request frame: %w", err)
+			if errors.Is(err, net.ErrClosed) {
+				return err
 			}
-			return err
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF // no byte of the body came
+			}
+			return fmt.Errorf("%w: %w", errTruncatedFrame, err)
 		}
 		if recordFetch(rs.frame) && !c.waitWritten() {
 			return net.ErrClosed

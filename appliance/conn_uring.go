@@ -234,7 +234,7 @@ func (u *uringConn) OnClose(err error) {
 	if u.work != nil {
 		close(u.work)
 	}
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, syscall.EPIPE) {
+	if err != nil && (errors.Is(err, ioring.ErrFrameCut) || !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, syscall.EPIPE)) {
 		u.c.b.log.Warn("closing connection", "remote", u.c.remote, "shard", u.c.shard, "reason", err.Error())
 	}
 	u.c.closeOnce.Do(u.c.markClosed)

@@ -31,16 +31,20 @@ import (
 var (
 	// ErrIdle closes a connection silent for longer than UringOptions.IdleTimeout.
 	ErrIdle = errors.New("ioring: connection idle")
+	// ErrFrameCut is wrapped by every error that ends a connection part way
+	// through a request frame (ErrFrameTimeout, ErrFrameEOF, and a receive
+	// error such as ECONNRESET after part of a frame).
+	ErrFrameCut = errors.New("ioring: truncated request frame")
 	// ErrFrameTimeout closes a connection that sent part of a frame and then
 	// nothing for UringOptions.FrameTimeout.
-	ErrFrameTimeout = errors.New("ioring: truncated request frame")
+	ErrFrameTimeout = fmt.Errorf("%w: no more bytes within the frame timeout", ErrFrameCut)
 	// ErrFrameSize closes a connection that announced a frame outside
 	// [UringOptions.MinFrame, MaxFrame].
 	ErrFrameSize = errors.New("ioring: request frame size out of range")
 	// ErrFrameEOF ends a connection whose peer closed it part way through
 	// a frame (it wraps io.ErrUnexpectedEOF); an EOF between frames is an
 	// orderly end (nil).
-	ErrFrameEOF = fmt.Errorf("ioring: truncated request frame: %w", io.ErrUnexpectedEOF)
+	ErrFrameEOF = fmt.Errorf("%w: %w", ErrFrameCut, io.ErrUnexpectedEOF)
 )
 
 // FrameAction is what OnFrame asks the engine to do next.
@@ -638,7 +642,7 @@ func (c *RingConn) onHdrRecv(cqe CQE) {
 	case cqe.Res == -int32(unix.ECANCELED):
 		c.armRecv() // closing or paused: a no-op
 	default:
-		c.Abort(cqe.Err())
+		c.Abort(c.recvErr(cqe.Err()))
 	}
 	c.finishClose()
 }
@@ -662,7 +666,7 @@ func (c *RingConn) onBigRecv(cqe CQE) {
 	case cqe.Res == -int32(unix.ECANCELED), cqe.Res > 0:
 		c.armRecv() // closing or paused: a no-op
 	default:
-		c.Abort(cqe.Err())
+		c.Abort(c.recvErr(cqe.Err()))
 	}
 	c.finishClose()
 }
@@ -723,7 +727,7 @@ func (c *RingConn) onRecv(cqe CQE) {
 	case cqe.Res == -int32(unix.ECANCELED):
 		c.armRecv() // a pause ended before the cancel landed, or closing (no-op)
 	default:
-		c.Abort(cqe.Err())
+		c.Abort(c.recvErr(cqe.Err()))
 	}
 	c.finishClose()
 }
@@ -985,21 +989,36 @@ func (c *RingConn) Close() {
 // yet whole) was received. Whole frames a paused connection has not cut
 // yet are not a truncation.
 func (c *RingConn) eofErr() error {
-	if c.big != nil {
+	if c.partial() {
 		return ErrFrameEOF
+	}
+	return nil
+}
+
+// recvErr is what a failed receive closes the connection with: err, wrapped
+// in ErrFrameCut when part of a frame was received.
+func (c *RingConn) recvErr(err error) error {
+	if c.partial() {
+		return fmt.Errorf("%w: %w", ErrFrameCut, err)
+	}
+	return err
+}
+
+// partial reports whether part of a frame (a size prefix, or a frame not
+// yet whole) has been received.
+func (c *RingConn) partial() bool {
+	if c.big != nil {
+		return true
 	}
 	b := c.acc
 	for len(b) >= 4 {
 		size := int(int32(binary.BigEndian.Uint32(b)))
 		if size < 0 || len(b)-4 < size {
-			return ErrFrameEOF
+			return true
 		}
 		b = b[4+size:]
 	}
-	if len(b) > 0 {
-		return ErrFrameEOF
-	}
-	return nil
+	return len(b) > 0
 }
 
 // Abort closes the connection now; OnClose gets err.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -294,49 +296,67 @@ func TestUringFrameLimits(t *testing.T) {
 }
 
 // TestUringEOFMidFrame: a peer that closes between frames ends its
-// connection with no error; one that closes after part of a size prefix or
-// of a frame ends it with ErrFrameEOF.
+// connection with no error (FIN) or a bare ECONNRESET (RST); one that
+// closes after part of a size prefix or of a frame ends it with an error
+// that wraps ErrFrameCut: ErrFrameEOF for a FIN, ECONNRESET for a RST.
 func TestUringEOFMidFrame(t *testing.T) {
 	whole := append(frame([]byte("one")), frame([]byte("two"))...)
 	for _, tc := range []struct {
 		name string
 		send []byte
-		want error
+		cut  bool
 	}{
-		{"between frames", whole, nil},
-		{"in a size prefix", append(slices.Clone(whole), 0, 0), ErrFrameEOF},
-		{"in a frame", append(slices.Clone(whole), frame([]byte("three"))[:6]...), ErrFrameEOF},
+		{"between frames", whole, false},
+		{"in a size prefix", append(slices.Clone(whole), 0, 0), true},
+		{"in a frame", append(slices.Clone(whole), frame([]byte("three"))[:6]...), true},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			srv := &echoServer{}
-			e := startUring(t, 1, srv, UringOptions{MaxFrame: 100})
-			c, err := net.Dial("tcp", e.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.Write(tc.send)
-			for _, w := range []string{"one", "two"} {
-				if got := readFrame(t, c); string(got) != w {
-					t.Fatalf("echo %q, want %q", got, w)
+		for _, reset := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s reset=%v", tc.name, reset), func(t *testing.T) {
+				srv := &echoServer{}
+				e := startUring(t, 1, srv, UringOptions{MaxFrame: 100})
+				c, err := net.Dial("tcp", e.Addr().String())
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			c.Close()
-			deadline := time.Now().Add(5 * time.Second)
-			for srv.closed.Load() == 0 && time.Now().Before(deadline) {
-				time.Sleep(5 * time.Millisecond)
-			}
-			srv.mu.Lock()
-			defer srv.mu.Unlock()
-			if srv.closed.Load() != 1 {
-				t.Fatal("connection not closed")
-			}
-			switch {
-			case tc.want == nil && len(srv.errs) != 0:
-				t.Fatalf("errors %v, want none", srv.errs)
-			case tc.want != nil && (len(srv.errs) != 1 || !errors.Is(srv.errs[0], tc.want) || !errors.Is(srv.errs[0], io.ErrUnexpectedEOF)):
-				t.Fatalf("errors %v, want %v", srv.errs, tc.want)
-			}
-		})
+				c.Write(tc.send)
+				for _, w := range []string{"one", "two"} {
+					if got := readFrame(t, c); string(got) != w {
+						t.Fatalf("echo %q, want %q", got, w)
+					}
+				}
+				if reset {
+					c.(*net.TCPConn).SetLinger(0)
+				}
+				c.Close()
+				deadline := time.Now().Add(5 * time.Second)
+				for srv.closed.Load() == 0 && time.Now().Before(deadline) {
+					time.Sleep(5 * time.Millisecond)
+				}
+				srv.mu.Lock()
+				defer srv.mu.Unlock()
+				if srv.closed.Load() != 1 {
+					t.Fatal("connection not closed")
+				}
+				var got error
+				if len(srv.errs) == 1 {
+					got = srv.errs[0]
+				} else if len(srv.errs) > 1 {
+					t.Fatalf("errors %v, want at most one", srv.errs)
+				}
+				switch {
+				case tc.cut && !errors.Is(got, ErrFrameCut):
+					t.Fatalf("error %v, want one wrapping ErrFrameCut", got)
+				case tc.cut && !reset && !errors.Is(got, ErrFrameEOF):
+					t.Fatalf("error %v, want ErrFrameEOF", got)
+				case tc.cut && reset && !errors.Is(got, syscall.ECONNRESET):
+					t.Fatalf("error %v, want one wrapping ECONNRESET", got)
+				case !tc.cut && errors.Is(got, ErrFrameCut):
+					t.Fatalf("error %v between frames", got)
+				case !tc.cut && !reset && got != nil:
+					t.Fatalf("error %v after a FIN between frames, want none", got)
+				}
+			})
+		}
 	}
 }
 

@@ -394,6 +394,14 @@ func TestBadInput(t *testing.T) {
 			sendRaw(t, c, data)
 			c.Close()
 		}},
+		{"truncated frame then reset", func(t *testing.T, c net.Conn) {
+			data := binary.BigEndian.AppendUint32(nil, 200)
+			data = reqHeader(data, apiKeyMetadata, 1, 112, false)
+			sendRaw(t, c, data)
+			time.Sleep(50 * time.Millisecond) // received before the RST, which would discard it
+			c.(*net.TCPConn).SetLinger(0)
+			c.Close()
+		}},
 		{"unknown api key 9999", func(t *testing.T, c net.Conn) {
 			out := roundTrip(t, c, reqHeader(nil, 9999, 0, 107, false))
 			if !out.closed {
@@ -481,7 +489,8 @@ func TestBadInput(t *testing.T) {
 	if !b.Running() {
 		t.Fatalf("broker exited (%s)", b.exitDesc())
 	}
-	// Each engine logs the two peers that left part way through a frame.
+	// Each engine logs the three peers that left part way through a frame
+	// (a FIN after a half-close, a FIN, a RST).
 	var lines int
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		data, err := os.ReadFile(b.logPaths[len(b.logPaths)-1])
@@ -489,12 +498,12 @@ func TestBadInput(t *testing.T) {
 			t.Fatal(err)
 		}
 		lines = bytes.Count(data, []byte("truncated request frame"))
-		if lines >= 2 || time.Now().After(deadline) {
+		if lines >= 3 || time.Now().After(deadline) {
 			break
 		}
 	}
-	if lines < 2 {
-		t.Errorf("broker log has %d lines about a truncated request frame, want one per truncated case (2)", lines)
+	if lines < 3 {
+		t.Errorf("broker log has %d lines about a truncated request frame, want one per truncated case (3)", lines)
 	}
 }
 
