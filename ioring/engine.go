@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -131,6 +132,8 @@ func (e *netpoll) Serve(h ConnHandler) error {
 		e.wg.Add(1)
 		go func(shard, listener int, ln net.Listener) {
 			defer e.wg.Done()
+			var fdLog fdExhaustedLog
+			var backoff time.Duration
 			for {
 				c, err := ln.Accept()
 				if err != nil {
@@ -146,12 +149,15 @@ func (e *netpoll) Serve(h ConnHandler) error {
 						continue
 					}
 					if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
-						e.log.Warn("accept failed, file descriptors exhausted", "shard", shard, "err", err)
+						fdLog.warn(e.log, shard, err, time.Now())
+						backoff = min(max(2*backoff, acceptBackoffMin), acceptBackoffMax)
+						time.Sleep(backoff)
 						continue
 					}
 					errs <- fmt.Errorf("cannot accept on shard %d: %w", shard, err)
 					return
 				}
+				backoff = 0
 				if tc, ok := c.(*net.TCPConn); ok {
 					_ = tc.SetNoDelay(true)
 				}

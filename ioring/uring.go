@@ -256,7 +256,8 @@ type outPart struct {
 
 type uringShard struct {
 	e       *uring
-	arenas  [][]byte // free arenas of file parts read into memory (RingConn.loadFileParts)
+	fdLog   fdExhaustedLog // accept's EMFILE/ENFILE warnings
+	arenas  [][]byte       // free arenas of file parts read into memory (RingConn.loadFileParts)
 	sh      *Shard
 	ring    *Ring
 	br      *BufRing
@@ -482,7 +483,7 @@ func (us *uringShard) shutdown() {
 func (us *uringShard) onAccept(l int, c CQE) {
 	if !c.More() && !us.closing {
 		if c.Res < 0 && (c.Res == -int32(unix.EMFILE) || c.Res == -int32(unix.ENFILE)) {
-			us.e.o.Logger.Warn("accept failed, file descriptors exhausted", "shard", us.sh.ID(), "err", c.Err())
+			us.fdLog.warn(us.e.o.Logger, us.sh.ID(), c.Err(), time.Now())
 			_, _ = us.ring.Timeout(100*time.Millisecond, 0, 0, HandlerFunc(func(CQE) {
 				if !us.closing {
 					_ = us.armAccept(l)
