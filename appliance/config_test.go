@@ -100,6 +100,9 @@ func TestValidTopicName(t *testing.T) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
+	if err := validTopicName("ünï"); err == nil || !strings.Contains(err.Error(), "contains 'ü'") {
+		t.Errorf("refusal of a non-ASCII name does not name its character: %v", err)
+	}
 }
 
 func TestImageApply(t *testing.T) {

@@ -25,8 +25,7 @@ func validTopicName(name string) error {
 	if len(name) > 249 {
 		return fmt.Errorf("%w: topic name is longer than 249 characters", kerr.InvalidTopicException)
 	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
+	for _, c := range name { // runes, so that the message names a character, not its first byte
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
 			return fmt.Errorf("%w: topic name %q contains %q; legal characters are ASCII letters, digits, '.', '_' and '-'", kerr.InvalidTopicException, name, c)
 		}

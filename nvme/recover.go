@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // scanBufSize is the read size of recovery scans.
@@ -232,7 +233,13 @@ func (l *Log) recoverActiveSegment(base int64, create bool) (*segment, error) {
 		return nil, err
 	}
 	r := &segReader{f: s.log, buf: make([]byte, scanBufSize), end: fileSize, off: -1}
+	start := time.Now()
 	res, err := l.scan(s, r, 0, fileSize, true)
+	if err == nil && fileSize > 0 {
+		// Kafka logs its recovery of unflushed segments the same way.
+		l.logger.Info("recovered active segment without a clean shutdown", "segment", s.path(logSuffix),
+			"validBytes", res.validEnd, "took", time.Since(start).Round(time.Microsecond))
+	}
 	if err == nil {
 		err = l.truncateBad(s, fileSize, res)
 	}
