@@ -66,10 +66,7 @@ func (l *Log) reopenActiveSegment(base int64) (*segment, error) {
 		return nil, err
 	}
 	r := &segReader{f: s.log, buf: make([]byte, 64<<10), end: fileSize, off: -1}
-	err = l.loadIndexes(s, fileSize, r)
-	if err == nil && s.size < fileSize {
-		err = fmt.Errorf("%d bytes past the last batch", fileSize-s.size)
-	}
+	err = l.loadIndexes(s, fileSize, r) // its scan reaches fileSize or errs
 	if err == nil && s.size > 0 {
 		// segment.ms rolls count from the first batch's timestamp.
 		var hb []byte
