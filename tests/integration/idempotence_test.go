@@ -35,6 +35,14 @@ func idempotentProduce(t *testing.T, ctx context.Context, cl *kgo.Client, topic 
 	raw := rb.AppendTo(nil)
 	// AppendTo leaves Length and CRC as given: fix them.
 	fixBatch(raw)
+	p := produceRaw(t, ctx, cl, topic, raw)
+	return p.ErrorCode, p.BaseOffset
+}
+
+// produceRaw sends records as they are to partition 0 of topic in one
+// ProduceRequest v9 with acks=all and returns the partition's answer.
+func produceRaw(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, records []byte) kmsg.ProduceResponseTopicPartition {
+	t.Helper()
 	req := kmsg.NewPtrProduceRequest()
 	req.SetVersion(9)
 	req.Acks = -1
@@ -42,15 +50,14 @@ func idempotentProduce(t *testing.T, ctx context.Context, cl *kgo.Client, topic 
 	pt := kmsg.NewProduceRequestTopic()
 	pt.Topic = topic
 	pp := kmsg.NewProduceRequestTopicPartition()
-	pp.Records = raw
+	pp.Records = records
 	pt.Partitions = append(pt.Partitions, pp)
 	req.Topics = append(req.Topics, pt)
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
 		t.Fatalf("produce: %v", err)
 	}
-	p := resp.Topics[0].Partitions[0]
-	return p.ErrorCode, p.BaseOffset
+	return resp.Topics[0].Partitions[0]
 }
 
 // TestIdempotentProduceRaw sends the same idempotent batch twice: it is

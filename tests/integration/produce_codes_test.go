@@ -40,21 +40,7 @@ func TestProduceErrorCodes(t *testing.T) {
 	}
 	produce := func(records []byte) int16 {
 		t.Helper()
-		req := kmsg.NewPtrProduceRequest()
-		req.SetVersion(9)
-		req.Acks = -1
-		req.TimeoutMillis = 10000
-		pt := kmsg.NewProduceRequestTopic()
-		pt.Topic = "codes"
-		pp := kmsg.NewProduceRequestTopicPartition()
-		pp.Records = records
-		pt.Partitions = append(pt.Partitions, pp)
-		req.Topics = append(req.Topics, pt)
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			t.Fatalf("produce: %v", err)
-		}
-		return resp.Topics[0].Partitions[0].ErrorCode
+		return produceRaw(t, ctx, cl, "codes", records).ErrorCode
 	}
 	for _, c := range []struct {
 		name    string
