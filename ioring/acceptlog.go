@@ -11,10 +11,11 @@ import (
 // second with its file descriptors used up).
 const fdExhaustedEvery = 10 * time.Second
 
-// acceptBackoff bounds the pause of a netpoll listener between accepts
-// that fail for want of file descriptors (the pending connection stays in
-// the backlog, so accept fails again at once: without a pause the
-// listener spun on both CPUs).
+// acceptBackoffMin and acceptBackoffMax bound the pause of a listener
+// between accepts that fail for want of file descriptors (the pending
+// connection stays in the backlog, so accept fails again at once: without a
+// pause a netpoll listener spun on both CPUs; a uring shard re-armed its
+// accept every 100 ms).
 const (
 	acceptBackoffMin = 5 * time.Millisecond
 	acceptBackoffMax = time.Second

@@ -255,18 +255,21 @@ type outPart struct {
 }
 
 type uringShard struct {
-	e       *uring
-	fdLog   fdExhaustedLog // accept's EMFILE/ENFILE warnings
-	arenas  [][]byte       // free arenas of file parts read into memory (RingConn.loadFileParts)
-	sh      *Shard
-	ring    *Ring
-	br      *BufRing
-	lfds    []int // one listening socket per listener (UringOptions.Addrs)
-	h       RingConnHandler
-	conns   map[*RingConn]struct{}
-	accepts []HandlerFunc // per listener
-	closing bool
-	started bool
+	e     *uring
+	fdLog fdExhaustedLog // accept's EMFILE/ENFILE warnings
+	// acceptBackoff is the pause before accept is armed again after it
+	// failed for want of descriptors (acceptBackoffMin doubling to Max).
+	acceptBackoff time.Duration
+	arenas        [][]byte // free arenas of file parts read into memory (RingConn.loadFileParts)
+	sh            *Shard
+	ring          *Ring
+	br            *BufRing
+	lfds          []int // one listening socket per listener (UringOptions.Addrs)
+	h             RingConnHandler
+	conns         map[*RingConn]struct{}
+	accepts       []HandlerFunc // per listener
+	closing       bool
+	started       bool
 
 	noCachestat bool // cachestat(2) failed once: no part goes by sendfile
 
@@ -484,7 +487,8 @@ func (us *uringShard) onAccept(l int, c CQE) {
 	if !c.More() && !us.closing {
 		if c.Res < 0 && (c.Res == -int32(unix.EMFILE) || c.Res == -int32(unix.ENFILE)) {
 			us.fdLog.warn(us.e.o.Logger, us.sh.ID(), c.Err(), time.Now())
-			_, _ = us.ring.Timeout(100*time.Millisecond, 0, 0, HandlerFunc(func(CQE) {
+			us.acceptBackoff = min(max(2*us.acceptBackoff, acceptBackoffMin), acceptBackoffMax)
+			_, _ = us.ring.Timeout(us.acceptBackoff, 0, 0, HandlerFunc(func(CQE) {
 				if !us.closing {
 					_ = us.armAccept(l)
 				}
@@ -497,6 +501,7 @@ func (us *uringShard) onAccept(l int, c CQE) {
 		return
 	}
 	fd := int(c.Res)
+	us.acceptBackoff = 0
 	if us.closing {
 		unix.Close(fd)
 		return
