@@ -55,8 +55,9 @@ type Log struct {
 // the last segment is scanned from the start, checking every batch's framing
 // and CRC32C; it is truncated at the first bad batch and its indexes are
 // rebuilt. After a clean Close (CleanShutdownFile) the last segment is
-// loaded like a closed one instead. opts.LogStartOffset is clamped to [first segment base, log end
-// offset]. Leader epochs come from leader-epoch-checkpoint.
+// loaded like a closed one instead. opts.LogStartOffset is clamped to
+// [first segment base, log end offset]. Leader epochs come from
+// leader-epoch-checkpoint.
 func Open(dir string, opts Options) (*Log, error) {
 	return openLog(dir, opts, openOSFile)
 }
