@@ -3,6 +3,7 @@ package appliance
 import (
 	"encoding/binary"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -14,29 +15,43 @@ func TestClientBatchViolation(t *testing.T) {
 	plain := appendBatch(nil, 1, 0, -1, -1, -1, []kmsg.Record{{Value: []byte("v")}})
 	control := appendBatch(nil, 1, 0x20|0x10, 5, 0, -1, []kmsg.Record{{Value: []byte("v")}})
 	txnal := appendBatch(nil, 1, 0x10, 5, 0, 0, []kmsg.Record{{Value: []byte("v")}})
+	two := func(a, b []byte) []byte { return append(append([]byte(nil), a...), b...) }
+	const (
+		ok      = ""
+		ctl     = "control batches"
+		noID    = "transactional id"
+		onlyOne = "exactly one record batch"
+	)
 	for _, c := range []struct {
 		name    string
 		records []byte
 		txn     bool
-		bad     bool
+		want    string // part of the reason, "" for none
 	}{
-		{"plain", plain, false, false},
-		{"plain in a transaction request", plain, true, false}, // the coordinator check refuses it later
-		{"control", control, false, true},
-		{"control with a transactional id", control, true, true},
-		{"transactional without an id", txnal, false, true},
-		{"transactional with an id", txnal, true, false},
-		{"second batch transactional", append(append([]byte(nil), plain...), txnal...), false, true},
-		{"truncated header", plain[:10], false, false},
+		{"plain", plain, false, ok},
+		{"plain in a transaction request", plain, true, ok}, // the coordinator check refuses it later
+		{"control", control, false, ctl},
+		{"control with a transactional id", control, true, ctl},
+		{"transactional without an id", txnal, false, noID},
+		{"transactional with an id", txnal, true, ok},
+		{"two plain batches", two(plain, plain), false, onlyOne},
+		{"second batch transactional", two(plain, txnal), false, onlyOne},
+		{"two transactional batches with an id", two(txnal, txnal), true, onlyOne},
+		{"trailing bytes short of a batch", two(plain, plain[:40]), false, ok},              // the log refuses them
+		{"second batch length past the bytes", two(plain, plain[:len(plain)-1]), false, ok}, // likewise
+		{"truncated header", plain[:10], false, ok},
 	} {
-		if got := clientBatchViolation(c.records, c.txn) != ""; got != c.bad {
-			t.Errorf("%s: violation %v, want %v", c.name, got, c.bad)
+		got := clientBatchViolation(c.records, c.txn)
+		if (got == "") != (c.want == "") || !strings.Contains(got, c.want) {
+			t.Errorf("%s: violation %q, want one naming %q", c.name, got, c.want)
 		}
 	}
 	// A lying batch length must not make the walk read out of bounds.
-	lying := append([]byte(nil), plain...)
-	binary.BigEndian.PutUint32(lying[8:], 1<<30)
-	_ = clientBatchViolation(lying, false)
+	for _, at := range []int{8, len(plain) + 8} {
+		lying := two(plain, plain)
+		binary.BigEndian.PutUint32(lying[at:], 1<<30)
+		_ = clientBatchViolation(lying, false)
+	}
 }
 
 func TestCheckPartitionBudget(t *testing.T) {

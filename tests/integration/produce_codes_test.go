@@ -67,6 +67,9 @@ func TestProduceErrorCodes(t *testing.T) {
 			fixBatch(b)
 			return b
 		}), kerr.InvalidRecord},
+		// Produce v3+ carries exactly one batch per partition (Kafka's
+		// ProduceRequest.validateRecords), idempotent or not.
+		{"two batches", append(batch(2, nil), batch(1, nil)...), kerr.InvalidRecord},
 	} {
 		if got := produce(c.records); got != c.want.Code {
 			t.Errorf("%s: error code %d (%v), want %d (%s)", c.name, got, kerr.ErrorForCode(got), c.want.Code, c.want.Message)
