@@ -196,36 +196,64 @@ func (l *Log) ExpireProducers(nowMs, expirationMs int64) int {
 //	count x { producerId int64, epoch int16, lastSequence int32,
 //	          lastOffset int64, offsetDelta int32, timestamp int64,
 //	          coordinatorEpoch int32, currentTxnFirstOffset int64 }
+//
+// Kafka writes one entry per producer, its last batch, so after a restart
+// from a snapshot only a retry of that batch is known as a duplicate: a
+// request that was appended but not answered when the broker stopped, and
+// is retried after the restart, got OUT_OF_ORDER_SEQUENCE_NUMBER unless it
+// was the producer's last, and a client that then bumps its epoch (KIP-360)
+// and resends stores the records twice. So a producer's entry is written
+// once per retained batch (up to maxProducerBatches), oldest first, each
+// with that batch's sequence, offsets and timestamp; the last one carries
+// the producer's largest timestamp. A reader that keeps the last entry per
+// producer id (Kafka's, and this package's before it read the others) gets
+// exactly the one-entry state; ParseProducerSnapshot gathers them again.
 const snapshotEntrySize = 8 + 2 + 4 + 8 + 4 + 8 + 4 + 8
 
-// AppendProducerSnapshot encodes entries in the snapshot format.
+// AppendProducerSnapshot encodes entries in the snapshot format: one entry
+// per retained batch of each producer, or one without a sequence (-1) for a
+// producer with none.
 func AppendProducerSnapshot(dst []byte, entries []*ProducerEntry) []byte {
 	be := binary.BigEndian
 	start := len(dst)
 	dst = be.AppendUint16(dst, 1)
 	dst = be.AppendUint32(dst, 0)
-	dst = be.AppendUint32(dst, uint32(len(entries)))
-	for _, e := range entries {
-		lastSeq, lastOff, delta := int32(-1), int64(-1), int32(0)
-		if n := len(e.batches); n > 0 {
-			b := e.batches[n-1]
-			lastSeq, lastOff = b.lastSeq, b.lastOffset
-			delta = int32(b.lastOffset - b.firstOffset)
-		}
+	dst = be.AppendUint32(dst, 0) // the count, set below
+	count := 0
+	put := func(e *ProducerEntry, lastSeq int32, lastOff int64, delta int32, ts int64) {
 		dst = be.AppendUint64(dst, uint64(e.ProducerID))
 		dst = be.AppendUint16(dst, uint16(e.Epoch))
 		dst = be.AppendUint32(dst, uint32(lastSeq))
 		dst = be.AppendUint64(dst, uint64(lastOff))
 		dst = be.AppendUint32(dst, uint32(delta))
-		dst = be.AppendUint64(dst, uint64(e.LastTimestamp))
+		dst = be.AppendUint64(dst, uint64(ts))
 		dst = be.AppendUint32(dst, uint32(e.CoordinatorEpoch))
 		dst = be.AppendUint64(dst, uint64(e.CurrentTxnFirstOffset))
+		count++
 	}
+	for _, e := range entries {
+		if len(e.batches) == 0 {
+			put(e, -1, -1, 0, e.LastTimestamp)
+			continue
+		}
+		for i, b := range e.batches {
+			ts := b.maxTs
+			if i == len(e.batches)-1 {
+				ts = e.LastTimestamp
+			}
+			put(e, b.lastSeq, b.lastOffset, int32(b.lastOffset-b.firstOffset), ts)
+		}
+	}
+	be.PutUint32(dst[start+6:], uint32(count))
 	be.PutUint32(dst[start+2:], CRC32C(dst[start+6:]))
 	return dst
 }
 
-// ParseProducerSnapshot decodes a snapshot file's bytes.
+// ParseProducerSnapshot decodes a snapshot file's bytes into one entry per
+// producer id, in the order of their first entries. A producer's later
+// entry of the same epoch whose batch ends past the ones gathered adds that
+// batch (the oldest beyond maxProducerBatches drop); any other later entry
+// replaces what came before, as a reader keeping the last entry would.
 func ParseProducerSnapshot(b []byte) ([]*ProducerEntry, error) {
 	be := binary.BigEndian
 	if len(b) < 10 {
@@ -242,6 +270,7 @@ func ParseProducerSnapshot(b []byte) ([]*ProducerEntry, error) {
 		return nil, fmt.Errorf("%w: producer snapshot with %d entries in %d bytes", ErrCorruptMessage, n, len(b))
 	}
 	out := make([]*ProducerEntry, 0, n)
+	byID := make(map[int64]*ProducerEntry, n)
 	for p := b[10:]; len(p) > 0; p = p[snapshotEntrySize:] {
 		e := &ProducerEntry{
 			ProducerID:            int64(be.Uint64(p)),
@@ -257,7 +286,20 @@ func ParseProducerSnapshot(b []byte) ([]*ProducerEntry, error) {
 			first := int32((int64(lastSeq) - int64(delta) + math.MaxInt32 + 1) % (math.MaxInt32 + 1))
 			e.batches = []producerBatch{{firstSeq: first, lastSeq: lastSeq, firstOffset: lastOff - int64(delta), lastOffset: lastOff, maxTs: e.LastTimestamp}}
 		}
-		out = append(out, e)
+		prev := byID[e.ProducerID]
+		if prev == nil {
+			byID[e.ProducerID] = e
+			out = append(out, e)
+			continue
+		}
+		if prev.Epoch == e.Epoch && len(e.batches) == 1 && len(prev.batches) > 0 &&
+			e.batches[0].lastOffset > prev.batches[len(prev.batches)-1].lastOffset {
+			e.batches = append(prev.batches, e.batches[0])
+			if len(e.batches) > maxProducerBatches {
+				e.batches = e.batches[len(e.batches)-maxProducerBatches:]
+			}
+		}
+		*prev = *e
 	}
 	return out, nil
 }

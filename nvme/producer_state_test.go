@@ -100,6 +100,115 @@ func TestIdempotentAppend(t *testing.T) {
 	}
 }
 
+// TestRetriesAfterRestart: a producer's last maxProducerBatches batches
+// are answered as duplicates (with their original offsets) after a clean
+// close and reopen, as before it, and as after a crash (no snapshot at the
+// log end): a request appended but unanswered when the broker stopped is
+// retried after the restart (found by the fresh-user test: after SIGTERM
+// only the last batch was known, the others got OUT_OF_ORDER_SEQUENCE_NUMBER
+// and franz-go bumped its epoch and stored them again).
+func TestRetriesAfterRestart(t *testing.T) {
+	for _, crash := range []bool{false, true} {
+		name := "clean close"
+		if crash {
+			name = "crash"
+		}
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			l := mustOpen(t, dir, testOptions(t))
+			mustAppend(t, l, idemBatch(t, 1, 3, 0, 0), AppendOptions{}) // another producer
+			var firsts []int64
+			for i := range 6 {
+				r := mustAppend(t, l, idemBatch(t, 10, 7, 0, int32(10*i)), AppendOptions{})
+				firsts = append(firsts, r.FirstOffset)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if crash {
+				_ = os.Remove(filepath.Join(dir, segmentFileName(61, snapshotSuffix)))
+				_ = os.Remove(filepath.Join(dir, CleanShutdownFile))
+			}
+			l = mustOpen(t, dir, testOptions(t))
+			defer l.Close()
+			for i := 1; i < 6; i++ {
+				r, err := l.Append(idemBatch(t, 10, 7, 0, int32(10*i)), AppendOptions{})
+				if err != nil || !r.Duplicate || r.FirstOffset != firsts[i] || r.LastOffset != firsts[i]+9 {
+					t.Fatalf("retry of batch %d (sequence %d): %+v, %v; want a duplicate at %d", i, 10*i, r, err, firsts[i])
+				}
+			}
+			// The oldest is past what a producer keeps in flight.
+			if _, err := l.Append(idemBatch(t, 10, 7, 0, 0), AppendOptions{}); !errors.Is(err, ErrOutOfOrderSequence) {
+				t.Fatalf("retry of the sixth-newest batch: %v, want out of order", err)
+			}
+			if e := l.Producer(3); e == nil || e.LastSequence() != 0 || e.LastOffset() != 0 {
+				t.Fatalf("producer 3: %+v", e)
+			}
+			if l.LogEndOffset() != 61 {
+				t.Fatalf("log end offset %d after the retries, want 61", l.LogEndOffset())
+			}
+			mustAppend(t, l, idemBatch(t, 1, 7, 0, 60), AppendOptions{})
+		})
+	}
+}
+
+// TestProducerSnapshotKeepsBatches: a producer with several retained
+// batches is written as one entry per batch, oldest first, so a reader
+// keeping the last entry per producer id (Kafka's) sees its last batch,
+// and ParseProducerSnapshot gathers them all again.
+func TestProducerSnapshotKeepsBatches(t *testing.T) {
+	e := &ProducerEntry{ProducerID: 4, Epoch: 2, LastTimestamp: 500, CoordinatorEpoch: 1, CurrentTxnFirstOffset: -1}
+	for i := range int64(3) {
+		e.batches = append(e.batches, producerBatch{firstSeq: int32(5 * i), lastSeq: int32(5*i + 4), firstOffset: 100 + 10*i, lastOffset: 104 + 10*i, maxTs: 400 + i})
+	}
+	other := &ProducerEntry{ProducerID: 9, Epoch: 0, LastTimestamp: -1, CurrentTxnFirstOffset: -1}
+	b := AppendProducerSnapshot(nil, []*ProducerEntry{e, other})
+	be := binary.BigEndian
+	if n := be.Uint32(b[6:]); n != 4 || len(b) != 10+4*snapshotEntrySize {
+		t.Fatalf("%d entries in %d bytes, want 4", n, len(b))
+	}
+	lastWins := map[int64][2]int64{} // producer id: last sequence, last offset
+	for p := b[10:]; len(p) > 0; p = p[snapshotEntrySize:] {
+		lastWins[int64(be.Uint64(p))] = [2]int64{int64(int32(be.Uint32(p[10:]))), int64(be.Uint64(p[14:]))}
+	}
+	if lastWins[4] != [2]int64{14, 124} || lastWins[9] != [2]int64{-1, -1} {
+		t.Fatalf("last entry per producer: %v", lastWins)
+	}
+	out, err := ParseProducerSnapshot(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 2 || out[0].ProducerID != 4 || out[1].ProducerID != 9 || len(out[1].batches) != 0 {
+		t.Fatalf("parsed %+v", out)
+	}
+	got := out[0]
+	if got.Epoch != 2 || got.LastTimestamp != 500 || got.CoordinatorEpoch != 1 || len(got.batches) != 3 {
+		t.Fatalf("producer 4: %+v", got)
+	}
+	for i, pb := range got.batches {
+		want := e.batches[i]
+		if i == 2 {
+			want.maxTs = 500 // the last entry carries the producer's timestamp
+		}
+		if pb != want {
+			t.Fatalf("batch %d: %+v, want %+v", i, pb, want)
+		}
+	}
+	// A later entry of another epoch, or one not past the batches
+	// gathered, replaces them, as the last entry would for Kafka.
+	bumped := *got
+	bumped.Epoch, bumped.batches = 3, []producerBatch{{firstSeq: 0, lastSeq: 0, firstOffset: 130, lastOffset: 130, maxTs: 501}}
+	again, err := ParseProducerSnapshot(append(b[:len(b):len(b)], AppendProducerSnapshot(nil, []*ProducerEntry{&bumped})[10:]...))
+	if err == nil {
+		t.Fatal("a snapshot with a wrong count and crc parsed")
+	}
+	raw := AppendProducerSnapshot(nil, []*ProducerEntry{got, &bumped})
+	again, err = ParseProducerSnapshot(raw)
+	if err != nil || len(again) != 1 || again[0].Epoch != 3 || len(again[0].batches) != 1 || again[0].LastOffset() != 130 {
+		t.Fatalf("epoch bump: %+v, %v", again, err)
+	}
+}
+
 func TestProducerSnapshotRoundTrip(t *testing.T) {
 	in := []*ProducerEntry{
 		{ProducerID: 1, Epoch: 3, LastTimestamp: 99, CoordinatorEpoch: 2, CurrentTxnFirstOffset: -1,
@@ -132,6 +241,13 @@ func FuzzParseProducerSnapshot(f *testing.F) {
 		again, err := ParseProducerSnapshot(AppendProducerSnapshot(nil, entries))
 		if err != nil || len(again) != len(entries) {
 			t.Fatalf("re-encode: %v", err)
+		}
+		for i, e := range entries {
+			a := again[i]
+			if a.ProducerID != e.ProducerID || a.Epoch != e.Epoch || len(a.batches) != len(e.batches) ||
+				a.LastSequence() != e.LastSequence() || a.LastOffset() != e.LastOffset() || len(e.batches) > maxProducerBatches {
+				t.Fatalf("entry %d re-encoded as %+v, was %+v", i, a, e)
+			}
 		}
 	})
 }

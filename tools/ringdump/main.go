@@ -553,7 +553,9 @@ func (d *dumper) dumpTimeIndex(path string, base int64, locs []batchLoc) {
 // version int16 | crc uint32 (CRC32C of the rest) | count int32 | count x
 // {producerId int64, epoch int16, lastSequence int32, lastOffset int64,
 // offsetDelta int32, timestamp int64, coordinatorEpoch int32,
-// currentTxnFirstOffset int64}.
+// currentTxnFirstOffset int64}. ringbroker writes one entry per retained
+// batch of a producer, oldest first (nvme.AppendProducerSnapshot); the last
+// entry of a producer id is its state as Kafka reads it.
 const snapshotEntrySize = 8 + 2 + 4 + 8 + 4 + 8 + 4 + 8
 
 func (d *dumper) dumpSnapshots(dir string) {
@@ -595,7 +597,11 @@ func (d *dumper) dumpSnapshot(name string, b []byte) {
 		d.problem("%s: %d producer entries do not fill %d bytes", name, n, len(b))
 		return
 	}
-	fmt.Fprintf(d.out, "\nProducer snapshot %s: %d producers, crc ok\n", name, n)
+	ids := map[int64]bool{}
+	for p := b[10:]; len(p) >= snapshotEntrySize; p = p[snapshotEntrySize:] {
+		ids[int64(be.Uint64(p))] = true
+	}
+	fmt.Fprintf(d.out, "\nProducer snapshot %s: %d producers, %d entries (one per retained batch), crc ok\n", name, len(ids), n)
 	for p := b[10:]; len(p) >= snapshotEntrySize; p = p[snapshotEntrySize:] {
 		fmt.Fprintf(d.out, "  producer %d epoch %d last sequence %d last offset %d offset delta %d timestamp %s coordinator epoch %d txn first offset %d\n",
 			int64(be.Uint64(p)), int16(be.Uint16(p[8:])), int32(be.Uint32(p[10:])), int64(be.Uint64(p[14:])),

@@ -203,7 +203,7 @@ func TestDumpKafkaSegment(t *testing.T) {
 		"Offset index 00000000000000000000.index: 1 entries (+10 preallocated)",
 		"offset 4 -> position ",
 		"Time index 00000000000000000000.timeindex: 1 entries (+5 preallocated)",
-		"Producer snapshot 00000000000000000008.snapshot: 1 producers, crc ok",
+		"Producer snapshot 00000000000000000008.snapshot: 1 producers, 1 entries (one per retained batch), crc ok",
 		"producer 1000 epoch 0 last sequence 1 last offset 6 offset delta 1",
 		"Summary: 1 segments, 4 batches, 8 records, 0 problems",
 	} {
