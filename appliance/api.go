@@ -68,7 +68,7 @@ func errCode(err error) int16 {
 		return kerr.InvalidRecord.Code
 	case errors.Is(err, nvme.ErrOffsetOutOfRange):
 		return kerr.OffsetOutOfRange.Code
-	case errors.Is(err, nvme.ErrLogClosed):
+	case errors.Is(err, nvme.ErrLogClosed), errors.Is(err, nvme.ErrNoDescriptors):
 		return kerr.KafkaStorageError.Code
 	case errors.Is(err, nvme.ErrOutOfOrderSequence):
 		return kerr.OutOfOrderSequenceNumber.Code

@@ -14,6 +14,7 @@ package appliance
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -148,6 +149,15 @@ func metadataTopicResp(b *Broker, version int16, t *TopicImage) kmsg.MetadataRes
 		mp.Replicas = append([]int32(nil), p.Replicas...)
 		mp.ISR = append([]int32(nil), p.ISR...)
 		mp.OfflineReplicas = []int32{}
+		if p.Leader == b.cfg.NodeID && p.view != nil && p.view.offline.Load() {
+			// An I/O error took this broker's replica offline (as a
+			// failed log directory in Kafka): with no other leader the
+			// partition reads as Kafka shows it then, leaderless.
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+			mp.Leader = -1
+			mp.OfflineReplicas = []int32{b.cfg.NodeID}
+			mp.ISR = slices.DeleteFunc(mp.ISR, func(id int32) bool { return id == b.cfg.NodeID })
+		}
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt

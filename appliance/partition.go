@@ -379,6 +379,9 @@ func (p *partition) goOffline(err error) {
 		return
 	}
 	p.offline = err
+	if p.view != nil {
+		p.view.offline.Store(true)
+	}
 	p.b.log.Error("partition offline after I/O error", "topic", p.topic, "partition", p.index, "err", err)
 	p.wakeWaiters()
 }
@@ -420,7 +423,9 @@ func (p *partition) housekeep(retention bool) {
 		return
 	}
 	if err := p.log.MaybeRoll(); err != nil {
-		p.goOffline(err)
+		if !errors.Is(err, nvme.ErrNoDescriptors) { // put off: the log warned and stays online
+			p.goOffline(err)
+		}
 		return
 	}
 	if retention {

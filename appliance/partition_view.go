@@ -47,6 +47,10 @@ type partView struct {
 	logStart atomic.Int64
 	epoch    atomic.Int32
 	open     atomic.Bool
+	// offline is set for good when an I/O error takes the partition
+	// offline (partition.goOffline): Metadata then shows its leader
+	// replica offline until a restart.
+	offline atomic.Bool
 
 	tail nvme.TailView // the log's last batches (direct mode)
 

@@ -87,6 +87,16 @@ func TestFsyncErrorNeverAcknowledges(t *testing.T) {
 			if code, _ := storageFetch(t, b, ti, 0); code != kerr.KafkaStorageError.Code {
 				t.Fatalf("fetch from an offline partition: code %d", code)
 			}
+			// Metadata shows the replica offline, the partition leaderless
+			// (as Kafka after a log directory failure); the other is fine.
+			mt := metadataTopicResp(b, 12, b.currentImage().Topics["fsync"])
+			p0, p1 := mt.Partitions[0], mt.Partitions[1]
+			if p0.ErrorCode != kerr.LeaderNotAvailable.Code || p0.Leader != -1 || len(p0.OfflineReplicas) != 1 || p0.OfflineReplicas[0] != 1 || len(p0.ISR) != 0 {
+				t.Fatalf("metadata of the offline partition: %+v", p0)
+			}
+			if p1.ErrorCode != 0 || p1.Leader != 1 || len(p1.OfflineReplicas) != 0 {
+				t.Fatalf("metadata of the healthy partition: %+v", p1)
+			}
 			if r := storageProduce(t, b, ti, 1, -1, 5, 100); r.err != nil {
 				t.Fatalf("partition on another shard: %+v", r)
 			}

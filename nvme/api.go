@@ -35,6 +35,12 @@ var (
 	// ErrLogClosed: the log was closed or went offline after an I/O error.
 	// Kafka: KAFKA_STORAGE_ERROR (56).
 	ErrLogClosed = errors.New("log is closed or offline")
+	// ErrNoDescriptors: a segment roll could not create the new segment's
+	// files because the process or system is out of file descriptors
+	// (EMFILE, ENFILE). Nothing was written and the log stays online with
+	// its active segment; the next append (or MaybeRoll) tries the roll
+	// again. Kafka: KAFKA_STORAGE_ERROR (56), retriable.
+	ErrNoDescriptors = errors.New("out of file descriptors")
 )
 
 // Options configures one partition log. Zero values take Kafka's defaults

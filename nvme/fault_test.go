@@ -154,3 +154,75 @@ func FuzzRecovery(f *testing.F) {
 		mustAppend(t, l, simpleBatch(t, 1, 1, 1), AppendOptions{})
 	})
 }
+
+// TestRollOutOfDescriptors: a roll that cannot create the new segment's
+// .log or index files because the process is out of descriptors (EMFILE:
+// sockets took them) fails the append with ErrNoDescriptors and nothing
+// written, removes what it created and leaves the log online with its
+// active segment; the next append rolls. Before, the partition went
+// offline until a restart (found by the fresh-user test: 4,500 idle
+// connections, then a roll).
+func TestRollOutOfDescriptors(t *testing.T) {
+	for _, sfx := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		t.Run(sfx, func(t *testing.T) {
+			dir := t.TempDir()
+			o := testOptions(t)
+			o.SegmentBytes = 2000
+			var full bool
+			open := func(path string, flag int, perm os.FileMode) (file, error) {
+				if full && flag&os.O_CREATE != 0 && strings.HasSuffix(path, sfx) {
+					return nil, &os.PathError{Op: "open", Path: path, Err: syscall.EMFILE}
+				}
+				return openOSFile(path, flag, perm)
+			}
+			l, err := openLog(dir, o, open)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			batch := int64(len(simpleBatch(t, 4, 100, 1_000_000)))
+			for { // fill the active segment: the next append rolls
+				segs := l.Segments()
+				if segs[len(segs)-1].Size+batch > o.SegmentBytes {
+					break
+				}
+				mustAppend(t, l, simpleBatch(t, 4, 100, 1_000_000), AppendOptions{})
+			}
+			leo, segs := l.LogEndOffset(), len(l.Segments())
+			full = true
+			for range 3 {
+				_, err := l.Append(simpleBatch(t, 4, 100, 1_000_000), AppendOptions{})
+				if !errors.Is(err, ErrNoDescriptors) || errors.Is(err, ErrLogClosed) {
+					t.Fatalf("append needing a roll without descriptors: %v, want ErrNoDescriptors", err)
+				}
+			}
+			if l.LogEndOffset() != leo || len(l.Segments()) != segs {
+				t.Fatalf("log end offset %d, %d segments after the refused appends, want %d and %d", l.LogEndOffset(), len(l.Segments()), leo, segs)
+			}
+			if err := l.MaybeRoll(); err != nil {
+				t.Fatalf("MaybeRoll (not due): %v", err)
+			}
+			for _, s := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+				if _, err := os.Stat(filepath.Join(dir, segmentFileName(leo, s))); !errors.Is(err, os.ErrNotExist) {
+					t.Fatalf("%s of the put-off segment left behind: %v", s, err)
+				}
+			}
+			res, err := l.Read(0, 1<<20, leo, true)
+			if err != nil || res.Bytes == 0 {
+				t.Fatalf("read after the put-off rolls: %v", err)
+			}
+			full = false
+			info := mustAppend(t, l, simpleBatch(t, 4, 100, 1_000_000), AppendOptions{})
+			if info.FirstOffset != leo || len(l.Segments()) != segs+1 {
+				t.Fatalf("append once descriptors are back: %+v, %d segments, want offset %d in a new segment", info, len(l.Segments()), leo)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			l = mustOpen(t, dir, o)
+			if l.LogEndOffset() != leo+4 {
+				t.Fatalf("log end offset %d after reopen, want %d", l.LogEndOffset(), leo+4)
+			}
+		})
+	}
+}

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"math"
 	"os"
 	"sort"
+	"syscall"
+	"time"
 )
 
 // Log is one partition's log: a directory of segments in Kafka's layout (see
@@ -29,7 +32,11 @@ type Log struct {
 	closed      bool
 	// failure is the first I/O error; afterwards calls return ErrLogClosed.
 	failure error
-	dec     decompressor
+	// Rolls put off for want of descriptors (rollLater): those not yet
+	// logged, and when the last warning was.
+	rollsPutOff     int
+	rollLaterLogged time.Time
+	dec             decompressor
 	// producers is the idempotent-producer state by producer id (KIP-98).
 	producers map[int64]*ProducerEntry
 	txn       txnState              // open transactions and aborted ones (txnindex.go)
@@ -154,8 +161,9 @@ func (l *Log) fail(err error) error {
 // in place in records: baseOffset, partitionLeaderEpoch = o.LeaderEpoch and,
 // with o.LogAppendTime, maxTimestamp = now (ms), the timestamp-type bit and
 // the CRC. It is all or nothing: a validation error writes and rewrites
-// nothing. Errors: those of ValidateBatches, and ErrLogClosed (wrapping the
-// cause) when the log is closed or an I/O error took it offline.
+// nothing. Errors: those of ValidateBatches, ErrLogClosed (wrapping the
+// cause) when the log is closed or an I/O error took it offline, and
+// ErrNoDescriptors when a roll it needed was put off (nothing written).
 func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
 	if err := l.usable(); err != nil {
 		return AppendInfo{}, err
@@ -295,7 +303,8 @@ func (l *Log) shouldRoll(records []byte, nb int, nr int64, logAppendTime bool, n
 // MaybeRoll rolls the active segment when it is not empty and was created
 // (or opened) more than segment.ms ago by the wall clock. Appends also roll
 // by segment.ms, comparing record timestamps as Kafka does; this periodic
-// check covers partitions that stop receiving data. Errors: ErrLogClosed.
+// check covers partitions that stop receiving data. Errors: ErrLogClosed,
+// ErrNoDescriptors (the roll is put off; the log stays online).
 func (l *Log) MaybeRoll() error {
 	if err := l.usable(); err != nil {
 		return err
@@ -309,7 +318,7 @@ func (l *Log) MaybeRoll() error {
 }
 
 // Roll closes the active segment and starts a new one at the log end offset,
-// unless the active segment is empty. Errors: ErrLogClosed.
+// unless the active segment is empty. Errors: ErrLogClosed, ErrNoDescriptors.
 func (l *Log) Roll() error {
 	if err := l.usable(); err != nil {
 		return err
@@ -324,14 +333,16 @@ func (l *Log) Roll() error {
 // fdatasynced indexes and .log) and creates the next one.
 func (l *Log) roll(nowMs int64) error {
 	old := l.active()
-	maxTime := int(l.opts.MaxIndexBytes) / timeEntrySize
-	var err error
-	if l.scratch, err = old.deactivate(maxTime, l.scratch, true); err != nil {
-		return l.fail(err)
-	}
+	// The new segment's files are created before the old segment's
+	// indexes are trimmed and closed, so that running out of descriptors
+	// (sockets can take them all) costs a failed append, not the
+	// partition: the old segment stays active and the roll is tried again.
 	s := newSegmentState(l.dir, old.next, nowMs)
 	size, err := l.openSegmentLog(s, true)
 	if err != nil {
+		if outOfDescriptors(err) {
+			return l.rollLater(s, err)
+		}
 		return l.fail(err)
 	}
 	if size != 0 {
@@ -340,6 +351,14 @@ func (l *Log) roll(nowMs int64) error {
 	}
 	l.preallocate(s)
 	if err := s.rewriteIndexFiles(l.open, true); err != nil {
+		if outOfDescriptors(err) {
+			return l.rollLater(s, err)
+		}
+		s.closeFiles()
+		return l.fail(err)
+	}
+	maxTime := int(l.opts.MaxIndexBytes) / timeEntrySize
+	if l.scratch, err = old.deactivate(maxTime, l.scratch, true); err != nil {
 		s.closeFiles()
 		return l.fail(err)
 	}
@@ -353,6 +372,35 @@ func (l *Log) roll(nowMs int64) error {
 	}
 	l.logger.Debug("rolled segment", "baseOffset", s.base, "previousBytes", old.size)
 	return nil
+}
+
+// outOfDescriptors reports whether err is the process's (EMFILE) or the
+// system's (ENFILE) file table being full.
+func outOfDescriptors(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+}
+
+// rollLaterLogEvery bounds the warnings of rolls put off for want of
+// descriptors: one per log per interval, with the count of those not logged.
+const rollLaterLogEvery = 10 * time.Second
+
+// rollLater undoes a roll that ran out of descriptors creating segment s:
+// it closes and removes what was created (all empty) and returns
+// ErrNoDescriptors, leaving the active segment as it was.
+func (l *Log) rollLater(s *segment, cause error) error {
+	s.closeFiles()
+	for _, sfx := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		if err := os.Remove(s.path(sfx)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			l.logger.Warn("cannot remove a file of a put-off roll", "file", s.path(sfx), "err", err)
+		}
+	}
+	l.rollsPutOff++
+	if now := time.Now(); now.Sub(l.rollLaterLogged) >= rollLaterLogEvery {
+		l.logger.Warn("segment roll put off: out of file descriptors; appends get KAFKA_STORAGE_ERROR until a roll succeeds",
+			"baseOffset", s.base, "err", cause, "put_off_since_last_log", l.rollsPutOff)
+		l.rollLaterLogged, l.rollsPutOff = now, 0
+	}
+	return fmt.Errorf("%w: cannot roll segment at offset %d: %w", ErrNoDescriptors, s.base, cause)
 }
 
 // Read returns whole batches starting with the one that holds offset (a fetch
