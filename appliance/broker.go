@@ -25,6 +25,8 @@ import (
 type Broker struct {
 	cfg Config
 	log *slog.Logger
+	// connWarn limits the warnings of closed connections (connwarn.go).
+	connWarn connWarnLimit
 	// tailReads: fetches read other shards' partitions from their
 	// published tails (log.io.tail.reads).
 	tailReads bool

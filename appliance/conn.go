@@ -274,7 +274,7 @@ func (c *conn) serve() {
 	go func() { defer close(wdone); c.writer() }()
 	err := c.reader()
 	if err != nil && (errors.Is(err, errTruncatedFrame) || !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.ECONNRESET)) {
-		c.b.log.Warn("closing connection", "remote", c.remote, "shard", c.shard, "reason", err.Error())
+		c.b.warnConn("closing connection", "remote", c.remote, "shard", c.shard, "reason", err.Error())
 	}
 	if err != nil {
 		// The peer is gone (or broke the protocol): close now, as Kafka
@@ -353,7 +353,7 @@ func (c *conn) closeAfterAnswers(why error) error {
 // request can have: Kafka, which reads nothing past a request until it has
 // answered it, answers those first). Both engines' writers close on it.
 func (c *conn) closingSlot(why error) *slot {
-	c.b.log.Warn("closing connection", "remote", c.remote, "shard", c.shard, "reason", why.Error())
+	c.b.warnConn("closing connection", "remote", c.remote, "shard", c.shard, "reason", why.Error())
 	s := &slot{key: -1, closeNow: true}
 	s.ready.Store(true)
 	return s
@@ -398,7 +398,7 @@ func (c *conn) dispatch(rs *reqState) bool {
 	s.corrID, s.key, s.version, s.start = pr.corrID, pr.key, pr.version, time.Now()
 	if err != nil {
 		s.closeNow = true
-		c.b.log.Warn("closing connection on bad request", "remote", c.remote, "api_key", pr.key, "api_version", pr.version,
+		c.b.warnConn("closing connection on bad request", "remote", c.remote, "api_key", pr.key, "api_version", pr.version,
 			"correlation_id", pr.corrID, "reason", err.Error())
 		s.ready.Store(true)
 		c.enqueue(s)
@@ -406,7 +406,7 @@ func (c *conn) dispatch(rs *reqState) bool {
 	}
 	if c.authPending && !allowedBeforeAuth(pr.key) {
 		s.closeNow = true
-		c.b.log.Warn("closing connection: request before SASL authentication (ILLEGAL_SASL_STATE)", "remote", c.remote,
+		c.b.warnConn("closing connection: request before SASL authentication (ILLEGAL_SASL_STATE)", "remote", c.remote,
 			"listener", c.lis.Name, "api_key", pr.key, "api_version", pr.version)
 		s.ready.Store(true)
 		c.enqueue(s)
@@ -728,7 +728,7 @@ func (c *conn) writeSlot(bw *bufio.Writer, hdrp *[]byte, s *slot, broken bool) b
 	}
 	if cc, ok := s.resp.(closeConn); ok {
 		bw.Flush()
-		c.b.log.Warn("closing connection", "remote", c.remote, "api_key", s.key, "reason", cc.reason)
+		c.b.warnConn("closing connection", "remote", c.remote, "api_key", s.key, "reason", cc.reason)
 		c.close()
 		return true
 	}
@@ -748,7 +748,7 @@ func (c *conn) writeSlot(bw *bufio.Writer, hdrp *[]byte, s *slot, broken bool) b
 	releaseSlot(s) // bw holds copies; the rest went out (or failed) synchronously
 	if err == nil && closeAfter {
 		bw.Flush()
-		c.b.log.Warn("closing connection", "remote", c.remote, "api_key", key, "reason", why)
+		c.b.warnConn("closing connection", "remote", c.remote, "api_key", key, "reason", why)
 		c.close()
 		return true
 	}
@@ -757,7 +757,7 @@ func (c *conn) writeSlot(bw *bufio.Writer, hdrp *[]byte, s *slot, broken bool) b
 	}
 	if err != nil {
 		if !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.EPIPE) && !errors.Is(err, syscall.ECONNRESET) {
-			c.b.log.Warn("cannot write response, closing connection", "remote", c.remote, "err", err)
+			c.b.warnConn("cannot write response, closing connection", "remote", c.remote, "err", err)
 		}
 		c.close()
 		return true

@@ -235,7 +235,7 @@ func (u *uringConn) OnClose(err error) {
 		close(u.work)
 	}
 	if err != nil && (errors.Is(err, ioring.ErrFrameCut) || !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, syscall.EPIPE)) {
-		u.c.b.log.Warn("closing connection", "remote", u.c.remote, "shard", u.c.shard, "reason", err.Error())
+		u.c.b.warnConn("closing connection", "remote", u.c.remote, "shard", u.c.shard, "reason", err.Error())
 	}
 	u.c.closeOnce.Do(u.c.markClosed)
 	u.dropPending()
@@ -330,14 +330,14 @@ func (u *uringConn) pump() {
 			break
 		}
 		if cc, ok := s.resp.(closeConn); ok {
-			c.b.log.Warn("closing connection", "remote", c.remote, "api_key", s.key, "reason", cc.reason)
+			c.b.warnConn("closing connection", "remote", c.remote, "api_key", s.key, "reason", cc.reason)
 			u.closeAfterFlush()
 			break
 		}
 		hdr, parts, ok, err := appendResponse(u.enc[:0], s)
 		u.enc = hdr
 		if err != nil {
-			c.b.log.Warn("cannot write response, closing connection", "remote", c.remote, "err", err)
+			c.b.warnConn("cannot write response, closing connection", "remote", c.remote, "err", err)
 			u.closeAfterFlush()
 			break
 		}
@@ -361,7 +361,7 @@ func (u *uringConn) pump() {
 		closeAfter, why, key := s.closeAfter, s.closeWhy, s.key
 		releaseSlot(s) // small parts were copied; file chunks and large ones are not ours
 		if closeAfter {
-			c.b.log.Warn("closing connection", "remote", c.remote, "api_key", key, "reason", why)
+			c.b.warnConn("closing connection", "remote", c.remote, "api_key", key, "reason", why)
 			u.closeAfterFlush() // after the answer just queued
 			break
 		}

@@ -1,0 +1,28 @@
+package appliance
+
+import (
+	"testing"
+	"time"
+)
+
+func TestConnWarnLimit(t *testing.T) {
+	var l connWarnLimit
+	t0 := time.Unix(1000, 0)
+	for i := range connWarnBurst {
+		if ok, d := l.allow(t0.Add(time.Duration(i) * time.Millisecond)); !ok || d != 0 {
+			t.Fatalf("warning %d of the burst: allowed %v, dropped %d", i, ok, d)
+		}
+	}
+	for i := range 250 {
+		if ok, _ := l.allow(t0.Add(time.Second)); ok {
+			t.Fatalf("warning %d past the burst let through", connWarnBurst+i)
+		}
+	}
+	ok, d := l.allow(t0.Add(connWarnWindow))
+	if !ok || d != 250 {
+		t.Fatalf("first warning of the next window: allowed %v, dropped %d, want true and 250", ok, d)
+	}
+	if ok, d := l.allow(t0.Add(connWarnWindow + time.Millisecond)); !ok || d != 0 {
+		t.Fatalf("second warning of the next window: allowed %v, dropped %d", ok, d)
+	}
+}
