@@ -62,9 +62,10 @@ type Broker struct {
 
 	device nvme.DeviceInfo // log.dirs' device, probed in Start (storage.go)
 
-	connsMu sync.Mutex
-	conns   map[*conn]struct{}
-	connWG  sync.WaitGroup
+	connsMu    sync.Mutex
+	conns      map[*conn]struct{}
+	connsPerIP map[string]int32 // open connections by peer address (connlimit.go)
+	connWG     sync.WaitGroup
 
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -433,12 +434,20 @@ func (b *Broker) ServeConn(shard, listener int, c net.Conn) {
 		return
 	default:
 	}
+	ip := remoteIP(cn.remote)
+	if reason := b.admitLocked(ip); reason != "" {
+		b.connsMu.Unlock()
+		c.Close()
+		b.warnConn("rejected connection", "remote", cn.remote, "reason", reason)
+		return
+	}
 	b.conns[cn] = struct{}{}
 	b.connWG.Add(1)
 	b.connsMu.Unlock()
 	defer func() {
 		b.connsMu.Lock()
 		delete(b.conns, cn)
+		b.releaseLocked(ip)
 		b.connsMu.Unlock()
 		b.connWG.Done()
 	}()

@@ -89,8 +89,16 @@ type Config struct {
 	LogIOPreallocChunk       int64  // log.io.preallocate.chunk.bytes: how far ahead of its data direct mode fallocates the active segment (storage.go)
 	LogIOPreallocZero        bool   // log.io.preallocate.zero: direct mode writes zeros over the chunks it fallocates past a segment's first (nvme/prealloc.go)
 	ConnectionsMaxIdleMs     int64
-	MetricsListener          string // metrics.listener: host:port of /metrics, /healthz, /readyz; "" or "none" disables
-	ProducerIDExpirationMs   int64  // producer.id.expiration.ms: idempotent producer state is forgotten after this long idle
+	// MaxConnections (max.connections) and MaxConnectionsPerIP
+	// (max.connections.per.ip, with max.connections.per.ip.overrides by
+	// address) cap the open client connections, Kafka's defaults
+	// 2147483647 (no cap); a connection past a cap is closed as soon as it
+	// is accepted (connlimit.go).
+	MaxConnections               int32
+	MaxConnectionsPerIP          int32
+	MaxConnectionsPerIPOverrides map[string]int32
+	MetricsListener              string // metrics.listener: host:port of /metrics, /healthz, /readyz; "" or "none" disables
+	ProducerIDExpirationMs       int64  // producer.id.expiration.ms: idempotent producer state is forgotten after this long idle
 
 	// AuthorizerClassName is authorizer.class.name: "" (no authorizer, the
 	// ACL APIs answer SECURITY_DISABLED) or one of Kafka's standard
@@ -237,6 +245,9 @@ var brokerDefaults = map[string]string{
 	"fetch.max.bytes":                   "57671680",
 	"log.retention.check.interval.ms":   "300000",
 	"connections.max.idle.ms":           "600000",
+	"max.connections":                   "2147483647",
+	"max.connections.per.ip":            "2147483647",
+	"max.connections.per.ip.overrides":  "",
 	"metrics.listener":                  "127.0.0.1:9644",
 	"producer.id.expiration.ms":         "86400000",
 	"authorizer.class.name":             "",
@@ -331,6 +342,11 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 	c.FetchMaxBytes = i32("fetch.max.bytes")
 	c.RetentionCheckIntervalMs = i64("log.retention.check.interval.ms")
 	c.ConnectionsMaxIdleMs = i64("connections.max.idle.ms")
+	c.MaxConnections = i32("max.connections")
+	c.MaxConnectionsPerIP = i32("max.connections.per.ip")
+	if err == nil {
+		c.MaxConnectionsPerIPOverrides, err = parseConnOverrides(get("max.connections.per.ip.overrides"))
+	}
 	c.ProducerIDExpirationMs = i64("producer.id.expiration.ms")
 	c.Shards = int(i32("shards"))
 	c.IOEngine = get("io.engine")
@@ -431,6 +447,13 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("num.partitions must be >= 1, got %d", c.NumPartitions)
 	case c.MessageMaxBytes < 0:
 		return fmt.Errorf("message.max.bytes must be >= 0, got %d", c.MessageMaxBytes)
+	case c.MaxConnections < 0:
+		return fmt.Errorf("max.connections must be >= 0, got %d", c.MaxConnections)
+	case c.MaxConnectionsPerIP < 0:
+		return fmt.Errorf("max.connections.per.ip must be >= 0, got %d", c.MaxConnectionsPerIP)
+	case c.MaxConnectionsPerIP == 0 && len(c.MaxConnectionsPerIPOverrides) == 0:
+		// Kafka: 0 only makes sense with overrides (an allow-list).
+		return fmt.Errorf("max.connections.per.ip may be 0 only with max.connections.per.ip.overrides")
 	case c.SocketRequestMaxBytes < 1:
 		return fmt.Errorf("socket.request.max.bytes must be >= 1, got %d", c.SocketRequestMaxBytes)
 	case c.FetchMaxBytes < 1024:

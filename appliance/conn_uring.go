@@ -75,6 +75,11 @@ func (b *Broker) OpenRingConn(rc *ioring.RingConn) ioring.RingConnCallbacks {
 		return nil
 	default:
 	}
+	if reason := b.admitLocked(remoteIP(c.remote)); reason != "" {
+		b.connsMu.Unlock()
+		b.warnConn("rejected connection", "remote", c.remote, "reason", reason)
+		return nil // the engine closes it
+	}
 	b.conns[c] = struct{}{}
 	b.connWG.Add(1)
 	b.connsMu.Unlock()
@@ -243,6 +248,7 @@ func (u *uringConn) OnClose(err error) {
 	b := u.c.b
 	b.connsMu.Lock()
 	delete(b.conns, u.c)
+	b.releaseLocked(remoteIP(u.c.remote))
 	b.connsMu.Unlock()
 	b.connWG.Done()
 }

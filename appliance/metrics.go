@@ -28,6 +28,7 @@ package appliance
 //	ringbroker_fetch_tail_reads_total             fetched partitions with records read from their log's published tail on the fetch's own goroutine (log.io.tail.reads)
 //	ringbroker_fetch_tail_misses_total            fetched partitions with records the tail could not answer (read on the owner shard)
 //	ringbroker_network_connections                open client connections
+//	ringbroker_network_connections_rejected_total{reason}  connections closed at accept by max.connections / max.connections.per.ip (connlimit.go)
 //	ringbroker_group_count{state}                 classic groups by state (GroupMetadataManager NumGroups*)
 //	ringbroker_group_offsets_count                committed offsets held (GroupMetadataManager NumOffsets)
 //	ringbroker_quota_throttle_time_seconds_total{type}  time Produce/Fetch responses were held by byte-rate quotas (ClientQuotaManager throttle-time, summed; quota_enforce.go)
@@ -66,6 +67,8 @@ type brokerMetrics struct {
 	b   *Broker
 	set *metrics.Set
 
+	connsRejected map[string]*metrics.Counter // by reason (connRejected)
+
 	apis [maxMetricAPIKey + 1]*apiMetrics
 
 	topicsMu sync.RWMutex
@@ -97,7 +100,7 @@ type topicMetrics struct {
 }
 
 func newBrokerMetrics(b *Broker) *brokerMetrics {
-	m := &brokerMetrics{b: b, set: metrics.NewSet(), topics: map[string]*topicMetrics{}}
+	m := &brokerMetrics{b: b, set: metrics.NewSet(), topics: map[string]*topicMetrics{}, connsRejected: map[string]*metrics.Counter{}}
 	for key := range apis {
 		if key < 0 || int(key) > maxMetricAPIKey {
 			continue
@@ -122,8 +125,19 @@ func newBrokerMetrics(b *Broker) *brokerMetrics {
 		defer b.connsMu.Unlock()
 		return float64(len(b.conns))
 	})
+	for _, r := range []string{"max_connections", "max_connections_per_ip"} {
+		m.connsRejected[r] = m.set.NewCounter(fmt.Sprintf(`ringbroker_network_connections_rejected_total{reason=%q}`, r))
+	}
 	m.set.RegisterMetricsWriter(m.writeShardMetrics)
 	return m
+}
+
+// connRejected counts a connection refused by a cap (connlimit.go).
+func (m *brokerMetrics) connRejected(reason string) {
+	if m == nil {
+		return
+	}
+	m.connsRejected[reason].Inc()
 }
 
 // topic returns the counters of a topic, creating them on first use.
