@@ -40,6 +40,27 @@ func main() {
 	}
 }
 
+// parseArgs parses the flags of fs from args and returns the properties
+// file, which may come before, between or after the flags (as with
+// Kafka's script). Any other word is an error: flag parsing stops at the
+// first word that is not a flag, so a stray one (a value whose --override
+// was forgotten) used to drop every flag after it without a word.
+func parseArgs(fs *flag.FlagSet, args []string) (file string, err error) {
+	for {
+		if err := fs.Parse(args); err != nil {
+			return "", err
+		}
+		if fs.NArg() == 0 {
+			return file, nil
+		}
+		if file != "" {
+			fs.Usage()
+			return "", fmt.Errorf("unexpected argument %q after the properties file %q (set each property with its own --override key=value)", fs.Arg(0), file)
+		}
+		file, args = fs.Arg(0), fs.Args()[1:]
+	}
+}
+
 func run(args []string) error {
 	fs := flag.NewFlagSet("ringbroker", flag.ContinueOnError)
 	var ovs overrides
@@ -50,19 +71,12 @@ func run(args []string) error {
 		fmt.Fprintln(fs.Output(), "usage: ringbroker <server.properties> [--override key=value ...]")
 		fs.PrintDefaults()
 	}
-	// Accept the properties file before or after the flags, as Kafka's script does.
-	var file string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		file, args = args[0], args[1:]
+	file, err := parseArgs(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if err != nil {
 		return err
-	}
-	if file == "" && fs.NArg() > 0 {
-		file = fs.Arg(0)
 	}
 	if file == "" {
 		// As kafka-server-start.sh: the properties file is required, so a
