@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/ringbroker/ringbroker/ioring"
@@ -159,18 +160,19 @@ func (b *Broker) Start() error {
 
 	plan, err := b.planEngine() // engine.go
 	if err != nil {
+		b.abortStart()
 		return err
 	}
 	for i := 0; i < b.cfg.Shards; i++ {
 		st := &shardState{id: i, parts: map[tpKey]*partition{}, committer: nvme.NewGroupCommitter(b.log), cache: b.newShardCache()}
 		if st.loop, err = b.newShardLoop(i, plan); err != nil {
 			st.committer.Close()
-			b.stopShards()
+			b.abortStart()
 			return err
 		}
 		b.shards = append(b.shards, st)
 		if err := b.startRingStorage(st); err != nil {
-			b.stopShards()
+			b.abortStart()
 			return err
 		}
 	}
@@ -201,22 +203,26 @@ func (b *Broker) Start() error {
 	}
 	wg.Wait()
 	if openFailed > 0 {
-		b.stopShards()
-		return fmt.Errorf("cannot open %d partitions, first ones: %w", openFailed, errors.Join(openErrs...))
+		b.abortStart()
+		err := fmt.Errorf("cannot open %d partitions, first ones: %w", openFailed, errors.Join(openErrs...))
+		if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+			err = fmt.Errorf("%w; %s", err, descriptorHint())
+		}
+		return err
 	}
 	b.removeOrphanPartitionDirs(im)
 	if err := b.startGroupCoordinator(); err != nil {
-		b.stopShards()
+		b.abortStart()
 		return err
 	}
 	if err := b.startTxnCoordinator(); err != nil {
-		b.stopShards()
+		b.abortStart()
 		return err
 	}
 
 	eng, err := b.newEngine(plan)
 	if err != nil {
-		b.stopShards()
+		b.abortStart() // e.g. the port stayed in use: keep the markers for the next start
 		return err
 	}
 	b.engine = eng
@@ -235,7 +241,7 @@ func (b *Broker) Start() error {
 	}
 	if err := b.startCleaner(); err != nil { // cleaner.go
 		eng.Close()
-		b.stopShards()
+		b.abortStart()
 		return err
 	}
 	go func() { b.serveErr <- eng.Serve(b) }()
@@ -280,22 +286,7 @@ func (b *Broker) Close() error {
 			b.groups.share.flushOnClose() // share-partition start offsets (share_store.go)
 		}
 		b.writeLogStartOffsets()
-		var mu sync.Mutex
-		for _, st := range b.shards {
-			st.loop.Call(func() {
-				if st.retention != nil {
-					st.retention.Stop()
-				}
-				for _, p := range st.parts {
-					if e := p.close(); e != nil {
-						mu.Lock()
-						err = errors.Join(err, e)
-						mu.Unlock()
-					}
-				}
-				st.parts = map[tpKey]*partition{}
-			})
-		}
+		err = b.closePartitions()
 		b.stopShards()
 		if b.meta != nil {
 			err = errors.Join(err, b.meta.close())
@@ -304,6 +295,48 @@ func (b *Broker) Close() error {
 		b.log.Info("ringbroker stopped", "uptime", time.Since(b.startedAt).Round(time.Millisecond).String())
 	})
 	return err
+}
+
+// closePartitions closes every open partition on its shard (each log
+// writes its producer snapshot and, when all went well, its clean-shutdown
+// marker) and stops the shards' retention.
+func (b *Broker) closePartitions() error {
+	var err error
+	var mu sync.Mutex
+	for _, st := range b.shards {
+		st.loop.Call(func() {
+			if st.retention != nil {
+				st.retention.Stop()
+			}
+			for _, p := range st.parts {
+				if e := p.close(); e != nil {
+					mu.Lock()
+					err = errors.Join(err, e)
+					mu.Unlock()
+				}
+			}
+			st.parts = map[tpKey]*partition{}
+		})
+	}
+	return err
+}
+
+// abortStart undoes a Start that failed once the metadata log was open:
+// the partitions opened so far and the metadata log are closed as at
+// shutdown, so that they keep their clean-shutdown markers for the next
+// start, and the shards stop.
+func (b *Broker) abortStart() {
+	if err := b.closePartitions(); err != nil {
+		b.log.Warn("closing partitions after a failed start", "err", err)
+	}
+	b.stopShards()
+	b.shards = nil // a Close after the failed Start finds nothing to stop twice
+	if b.meta != nil {
+		if err := b.meta.close(); err != nil {
+			b.log.Warn("closing the metadata log after a failed start", "err", err)
+		}
+		b.meta = nil
+	}
 }
 
 func (b *Broker) stopShards() {

@@ -10,7 +10,8 @@ import (
 // connections in a loop wrote one log line each (300 fuzzed connections,
 // 300 lines: the fresh-user test). connWarnLimit lets connWarnBurst of
 // them through per connWarnWindow; the first one after a window with
-// suppressed lines carries their count (connection_warnings_suppressed).
+// suppressed lines carries their count (connection_warnings_suppressed),
+// and ringbroker_connection_warnings_suppressed_total counts them all.
 const (
 	connWarnWindow = 10 * time.Second
 	connWarnBurst  = 50
@@ -44,6 +45,9 @@ func (l *connWarnLimit) allow(now time.Time) (ok bool, dropped int) {
 func (b *Broker) warnConn(msg string, args ...any) {
 	ok, dropped := b.connWarn.allow(time.Now())
 	if !ok {
+		if b.metrics != nil {
+			b.metrics.connWarnsDropped.Inc()
+		}
 		return
 	}
 	if dropped > 0 {

@@ -1,6 +1,8 @@
 package appliance
 
 import (
+	"bytes"
+	"log/slog"
 	"testing"
 	"time"
 )
@@ -24,5 +26,23 @@ func TestConnWarnLimit(t *testing.T) {
 	}
 	if ok, d := l.allow(t0.Add(connWarnWindow + time.Millisecond)); !ok || d != 0 {
 		t.Fatalf("second warning of the next window: allowed %v, dropped %d", ok, d)
+	}
+}
+
+// TestWarnConnCountsDropped: warnings past the limit are not logged but
+// counted in ringbroker_connection_warnings_suppressed_total, so a flood
+// with no warning after it still shows.
+func TestWarnConnCountsDropped(t *testing.T) {
+	var buf bytes.Buffer
+	b := &Broker{log: slog.New(slog.NewTextHandler(&buf, nil))}
+	b.metrics = newBrokerMetrics(b)
+	for range connWarnBurst + 30 {
+		b.warnConn("closing connection", "reason", "test")
+	}
+	if n := bytes.Count(buf.Bytes(), []byte("closing connection")); n != connWarnBurst {
+		t.Fatalf("%d lines logged, want %d", n, connWarnBurst)
+	}
+	if n := b.metrics.connWarnsDropped.Get(); n != 30 {
+		t.Fatalf("ringbroker_connection_warnings_suppressed_total %d, want 30", n)
 	}
 }

@@ -375,9 +375,28 @@ func (b *Broker) dropPartitions(t *TopicImage) {
 	wg.Wait()
 }
 
-// fdsPerPartition is what one open partition holds: the active segment's
-// .log, .index and .timeindex (closed segments keep their .log open too).
+// fdsPerPartition is what a new partition holds: the active segment's
+// .log, .index and .timeindex. Each closed segment keeps its .log open
+// too (as Kafka does), which checkPartitionBudget counts in the
+// descriptors open now.
 const fdsPerPartition = 3
+
+// openDescriptors is the number of descriptors the process holds, or -1.
+func openDescriptors() int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return -1
+	}
+	return len(ents)
+}
+
+// descriptorHint says what to do when opening partitions runs out of
+// descriptors.
+func descriptorHint() string {
+	var lim unix.Rlimit
+	_ = unix.Getrlimit(unix.RLIMIT_NOFILE, &lim)
+	return fmt.Sprintf("the process may open %d files (RLIMIT_NOFILE) and each partition holds one descriptor per segment plus two: raise LimitNOFILE / ulimit -n", lim.Cur)
+}
 
 // checkPartitionBudget refuses a change that would leave the broker with
 // more open partitions than its file descriptor limit allows, instead of
@@ -392,10 +411,16 @@ func (b *Broker) checkPartitionBudget(im *Image, add int) error {
 		total += len(t.Partitions)
 	}
 	const reserve = 1024 // connections, metadata log, checkpoints
-	need := uint64(total)*fdsPerPartition + reserve
+	// The partitions open now hold their segments' descriptors (counted
+	// in what is open); without /proc, fdsPerPartition each.
+	base := uint64(total-add) * fdsPerPartition
+	if n := openDescriptors(); n >= 0 {
+		base = uint64(n)
+	}
+	need := base + uint64(add)*fdsPerPartition + reserve
 	if need > lim.Cur {
-		return fmt.Errorf("%w: %d partitions in total would need about %d open files, but the limit (RLIMIT_NOFILE) is %d; raise LimitNOFILE / ulimit -n or create fewer partitions",
-			kerr.PolicyViolation, total, need, lim.Cur)
+		return fmt.Errorf("%w: %d new partitions (%d in total) would need about %d open files with the %d open now, but the limit (RLIMIT_NOFILE) is %d; raise LimitNOFILE / ulimit -n or create fewer partitions",
+			kerr.PolicyViolation, add, total, need, base, lim.Cur)
 	}
 	return nil
 }

@@ -29,6 +29,7 @@ package appliance
 //	ringbroker_fetch_tail_misses_total            fetched partitions with records the tail could not answer (read on the owner shard)
 //	ringbroker_network_connections                open client connections
 //	ringbroker_network_connections_rejected_total{reason}  connections closed at accept by max.connections / max.connections.per.ip (connlimit.go)
+//	ringbroker_connection_warnings_suppressed_total      closed-connection warnings over the log's limit of 50 per 10 s (connwarn.go)
 //	ringbroker_group_count{state}                 classic groups by state (GroupMetadataManager NumGroups*)
 //	ringbroker_group_offsets_count                committed offsets held (GroupMetadataManager NumOffsets)
 //	ringbroker_quota_throttle_time_seconds_total{type}  time Produce/Fetch responses were held by byte-rate quotas (ClientQuotaManager throttle-time, summed; quota_enforce.go)
@@ -67,7 +68,8 @@ type brokerMetrics struct {
 	b   *Broker
 	set *metrics.Set
 
-	connsRejected map[string]*metrics.Counter // by reason (connRejected)
+	connsRejected    map[string]*metrics.Counter // by reason (connRejected)
+	connWarnsDropped *metrics.Counter            // closed-connection warnings not logged (connwarn.go)
 
 	apis [maxMetricAPIKey + 1]*apiMetrics
 
@@ -125,6 +127,7 @@ func newBrokerMetrics(b *Broker) *brokerMetrics {
 		defer b.connsMu.Unlock()
 		return float64(len(b.conns))
 	})
+	m.connWarnsDropped = m.set.NewCounter("ringbroker_connection_warnings_suppressed_total")
 	for _, r := range []string{"max_connections", "max_connections_per_ip"} {
 		m.connsRejected[r] = m.set.NewCounter(fmt.Sprintf(`ringbroker_network_connections_rejected_total{reason=%q}`, r))
 	}

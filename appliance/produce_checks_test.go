@@ -77,4 +77,22 @@ func TestCheckPartitionBudget(t *testing.T) {
 	if !errors.Is(err, kerr.PolicyViolation) {
 		t.Fatalf("1100 partitions: %v, want POLICY_VIOLATION", err)
 	}
+	// Descriptors held now (closed segments' .log files, connections)
+	// count: with 400 more open, the 900 no longer fit.
+	var held []int
+	defer func() {
+		for _, fd := range held {
+			unix.Close(fd)
+		}
+	}()
+	for range 400 {
+		fd, err := unix.Dup(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, fd)
+	}
+	if err := b.checkPartitionBudget(im, 900); !errors.Is(err, kerr.PolicyViolation) {
+		t.Fatalf("900 partitions with 400 more descriptors open: %v, want POLICY_VIOLATION", err)
+	}
 }

@@ -74,6 +74,11 @@ func (l *Log) reopenActiveSegment(base int64) (*segment, error) {
 			s.firstTs = decodeHeader(hb).MaxTimestamp
 		}
 	}
+	if err != nil && outOfDescriptors(err) {
+		// Not damage: the open fails, the marker stays for the next start.
+		s.closeFiles()
+		return nil, err
+	}
 	if err != nil {
 		l.logger.Warn("recovering the active segment after a clean shutdown", "segment", s.path(logSuffix), "reason", err.Error())
 		s.closeFiles()

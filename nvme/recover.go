@@ -133,6 +133,11 @@ func (l *Log) loadClosedSegment(base int64) (*segment, error) {
 	}
 	r := &segReader{f: s.log, buf: make([]byte, 64<<10), end: fileSize, off: -1}
 	if err := l.loadIndexes(s, fileSize, r); err != nil {
+		if outOfDescriptors(err) {
+			// Not damage: rebuilding would fail the same way.
+			s.closeFiles()
+			return nil, err
+		}
 		l.logger.Warn("rebuilding segment indexes", "segment", s.path(logSuffix), "reason", err.Error())
 		log := s.log
 		*s = *newSegmentState(l.dir, base, s.createdMs)

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,4 +137,96 @@ func logCount(t *testing.T, b *Broker, s string) int {
 		t.Fatal(err)
 	}
 	return bytes.Count(data, []byte(s))
+}
+
+// TestStartOutOfDescriptorsKeepsMarkers: a broker started with a
+// descriptor limit below what its segments need refuses to start, saying
+// to raise the limit, and leaves every partition's clean-shutdown marker
+// in place: the partitions it had opened are closed again, and one that
+// ran out is not taken for damage (its indexes were "rebuilt" and its
+// active segment "recovered" before). The next start at the normal limit
+// trusts them all (found by the fresh-user test: `ulimit -n 500; make
+// run` left 1 of 132 markers and made the next start check every active
+// segment).
+func TestStartOutOfDescriptorsKeepsMarkers(t *testing.T) {
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Skip("needs prlimit(1)")
+	}
+	const (
+		topic      = "fdstart"
+		partitions = 8
+		records    = 4000 // x 1 KiB over 8 partitions at 16 KiB segments: ~30 segments each
+	)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	b := startBroker(t, "")
+	segBytes := "16384"
+	if _, err := newAdmin(t, b).CreateTopic(ctx, partitions, 1, map[string]*string{"segment.bytes": &segBytes}, topic); err != nil {
+		t.Fatal(err)
+	}
+	cl := newClient(t, b, kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	for i := range records {
+		cl.Produce(ctx, &kgo.Record{Value: append(fmt.Appendf(nil, "%06d", i), bytes.Repeat([]byte{'x'}, 1018)...)}, nil)
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	b.Stop()
+	marked := func() (n int) {
+		dirs, _ := os.ReadDir(b.DataDir)
+		for _, d := range dirs {
+			if _, err := os.Stat(filepath.Join(b.DataDir, d.Name(), ".clean_shutdown")); err == nil { // nvme.CleanShutdownFile
+				n++
+			}
+		}
+		return n
+	}
+	before := marked()
+	if before < partitions+100 { // and the internal topics' 100
+		t.Fatalf("%d clean-shutdown markers after SIGTERM, want at least %d", before, partitions+100)
+	}
+
+	runCtx, runCancel := context.WithTimeout(ctx, 60*time.Second)
+	defer runCancel()
+	cmd := exec.CommandContext(runCtx, prlimit, append([]string{"--nofile=300:300", "--", b.bin}, b.args()...)...)
+	cmd.Dir = b.root
+	out, err := cmd.CombinedOutput()
+	if err == nil || runCtx.Err() != nil {
+		t.Fatalf("a start with 300 descriptors did not fail (%v, %v):\n%s", err, runCtx.Err(), tailLines(out, 20))
+	}
+	if !bytes.Contains(out, []byte("too many open files")) || !bytes.Contains(out, []byte("ulimit -n")) {
+		t.Fatalf("the failed start does not say it ran out of descriptors and what to raise:\n%s", tailLines(out, 20))
+	}
+	for _, s := range []string{"rebuilding segment indexes", "recovering the active segment after a clean shutdown"} {
+		if bytes.Contains(out, []byte(s)) {
+			t.Errorf("running out of descriptors was taken for damage (%q):\n%s", s, tailLines(out, 20))
+		}
+	}
+	if after := marked(); after != before {
+		var missing []string
+		dirs, _ := os.ReadDir(b.DataDir)
+		for _, d := range dirs {
+			if _, err := os.Stat(filepath.Join(b.DataDir, d.Name(), ".clean_shutdown")); err != nil && d.IsDir() && d.Name() != "__cluster_metadata-0" {
+				missing = append(missing, d.Name())
+			}
+		}
+		t.Fatalf("%d clean-shutdown markers after the failed start, %d before; missing in %v:\n%s", after, before, missing, tailLines(out, 30))
+	}
+
+	b.Start()
+	if n := logCount(t, b, "without a clean shutdown"); n > 0 {
+		t.Fatalf("%d partitions checked in full after the failed start", n)
+	}
+	cons := newClient(t, b, kgo.ConsumePartitions(startOffsets(topic, partitions)))
+	if got := consumeN(t, ctx, cons, records, 30*time.Second); len(got) != records {
+		t.Fatalf("%d records after the restarts, want %d", len(got), records)
+	}
+}
+
+// tailLines is the last n lines of out.
+func tailLines(out []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
