@@ -44,13 +44,24 @@ func (l *Log) hadCleanShutdown() (bool, error) {
 }
 
 // clearCleanShutdown removes the marker durably; it runs before the log
-// takes its first write.
+// takes its first write. The directory is opened before the marker goes,
+// so that running out of descriptors (a start with too low a limit)
+// fails the Open with the marker still in place and the files as it
+// vouches for them.
 func (l *Log) clearCleanShutdown() error {
+	d, err := os.Open(l.dir)
+	if err != nil {
+		return fmt.Errorf("cannot open directory %q: %w", l.dir, err)
+	}
+	defer d.Close()
 	path := filepath.Join(l.dir, CleanShutdownFile)
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("cannot remove clean-shutdown marker %q: %w", path, err)
 	}
-	return syncDir(l.dir)
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("cannot fsync directory %q: %w", l.dir, err)
+	}
+	return nil
 }
 
 // reopenActiveSegment opens the last segment of a log that was closed

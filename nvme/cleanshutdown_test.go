@@ -2,9 +2,11 @@ package nvme
 
 import (
 	"bytes"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -173,5 +175,71 @@ func TestFailedLogLeavesNoMarker(t *testing.T) {
 	l.Close()
 	if _, err := os.Stat(filepath.Join(dir, CleanShutdownFile)); err == nil {
 		t.Fatal("a failed log left the clean-shutdown marker")
+	}
+}
+
+// TestFailedOpenKeepsCleanReopen: an Open that fails after the active
+// segment was reopened (here a leader-epoch checkpoint it cannot parse;
+// in the field a descriptor limit reached reading the producer snapshot)
+// leaves the files as they were: the preallocated tail is trimmed again,
+// the marker stays, and the next Open, once the cause is gone, trusts the
+// segment instead of checking every batch. Before, a direct-mode Open
+// left its preallocated zeros behind, and the next one took them for a
+// bad tail and recovered the segment in full (found by the integration
+// test TestStartOutOfDescriptorsKeepsMarkers).
+func TestFailedOpenKeepsCleanReopen(t *testing.T) {
+	for _, mode := range []string{IOModeBuffered, IOModeDirect} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			o := testOptions(t)
+			o.IOMode = mode
+			o.Preallocate = false
+			o.SegmentBytes = 1 << 20
+			var logs bytes.Buffer
+			o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+			l := mustOpen(t, dir, o)
+			appendN(t, l, 30, 2, 300, 1_000)
+			if err := l.AssignEpoch(3, 0); err != nil {
+				t.Fatal(err)
+			}
+			leo := l.LogEndOffset()
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			active := filepath.Join(dir, segmentFileName(0, logSuffix))
+			st, err := os.Stat(active)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ckpt := filepath.Join(dir, EpochCheckpointFile)
+			good, err := os.ReadFile(ckpt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(ckpt, []byte("not a checkpoint\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Open(dir, o); err == nil {
+				t.Fatal("Open with an unreadable epoch checkpoint succeeded")
+			}
+			if st2, err := os.Stat(active); err != nil || st2.Size() != st.Size() {
+				t.Fatalf("active segment is %d bytes after the failed Open, %d before (%v)", st2.Size(), st.Size(), err)
+			}
+			if _, err := os.Stat(filepath.Join(dir, CleanShutdownFile)); err != nil {
+				t.Fatalf("marker gone after the failed Open: %v", err)
+			}
+			if err := os.WriteFile(ckpt, good, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			logs.Reset()
+			l = mustOpen(t, dir, o)
+			defer l.Close()
+			if l.LogEndOffset() != leo {
+				t.Fatalf("log end offset %d after the failed Open, want %d", l.LogEndOffset(), leo)
+			}
+			if s := logs.String(); strings.Contains(s, "recover") || strings.Contains(s, "truncated") {
+				t.Fatalf("the reopen after the failed Open checked the active segment:\n%s", s)
+			}
+		})
 	}
 }

@@ -111,20 +111,20 @@ func openLog(dir string, opts Options, open opener) (*Log, error) {
 	}
 	l.startOffset = min(max(o.LogStartOffset, l.segs[0].base), l.LogEndOffset())
 	if err := l.loadEpochs(); err != nil {
-		l.closeSegments()
+		l.abandonOpen()
 		return nil, err
 	}
 	if err := l.loadProducerState(); err != nil {
-		l.closeSegments()
+		l.abandonOpen()
 		return nil, fmt.Errorf("cannot restore producer state of %q: %w", dir, err)
 	}
 	if err := l.loadTxnIndexes(); err != nil {
-		l.closeSegments()
+		l.abandonOpen()
 		return nil, err
 	}
 	if clean {
 		if err := l.clearCleanShutdown(); err != nil {
-			l.closeSegments()
+			l.abandonOpen()
 			return nil, err
 		}
 	}
@@ -570,6 +570,20 @@ func (l *Log) Close() error {
 		return fmt.Errorf("cannot close log %q: %w", l.dir, err)
 	}
 	return nil
+}
+
+// abandonOpen undoes a failed Open after its segments were loaded: the
+// active segment's preallocated tail is trimmed again (left behind, the
+// next clean reopen would find zeros past the last batch and check the
+// whole segment), then every file is closed. The files are as Open found
+// them, so a clean-shutdown marker still holds.
+func (l *Log) abandonOpen() {
+	if n := len(l.segs); n > 0 {
+		if err := l.segs[n-1].trimLog(); err != nil {
+			l.logger.Warn("cannot trim the active segment after a failed open", "err", err)
+		}
+	}
+	l.closeSegments()
 }
 
 func (l *Log) closeSegments() error {
