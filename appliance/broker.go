@@ -374,7 +374,8 @@ func (b *Broker) openPartition(st *shardState, t *TopicImage, p int32, logStart 
 		return nil
 	}
 	dir := b.partitionDir(t.Name, p)
-	if err := b.removeStrayPartitionDir(dir, t, p); err != nil {
+	ours, err := b.removeStrayPartitionDir(dir, t, p)
+	if err != nil {
 		return err
 	}
 	cfg := b.topicConfig(t)
@@ -382,9 +383,13 @@ func (b *Broker) openPartition(st *shardState, t *TopicImage, p int32, logStart 
 	if err != nil {
 		return fmt.Errorf("cannot open partition %s-%d: %w", t.Name, p, err)
 	}
-	if err := nvme.WritePartitionMetadata(dir, [16]byte(t.ID)); err != nil {
-		l.Close()
-		return fmt.Errorf("cannot write partition.metadata of %s-%d: %w", t.Name, p, err)
+	// Written once: rewriting it at every start cost descriptors a start
+	// near its limit did not have, after the log had opened.
+	if !ours {
+		if err := nvme.WritePartitionMetadata(dir, [16]byte(t.ID)); err != nil {
+			l.Close()
+			return fmt.Errorf("cannot write partition.metadata of %s-%d: %w", t.Name, p, err)
+		}
 	}
 	pi := t.Partitions[p]
 	if eps := l.LeaderEpochs(); len(eps) == 0 || eps[len(eps)-1].Epoch < pi.LeaderEpoch {
@@ -402,23 +407,27 @@ func (b *Broker) openPartition(st *shardState, t *TopicImage, p int32, logStart 
 // removeStrayPartitionDir moves aside dir when its partition.metadata names
 // another topic id: the remains of a deleted topic of the same name (a
 // crash between the metadata commit and the rename), which the new topic
-// must not open. Kafka calls these stray logs.
-func (b *Broker) removeStrayPartitionDir(dir string, t *TopicImage, p int32) error {
+// must not open. Kafka calls these stray logs. ours reports that dir's
+// partition.metadata already names t.
+func (b *Broker) removeStrayPartitionDir(dir string, t *TopicImage, p int32) (ours bool, err error) {
 	old, err := nvme.ReadPartitionMetadata(dir)
-	if err != nil || old == [16]byte(t.ID) {
-		return nil // no directory yet, or ours (unreadable metadata is rewritten below)
+	if err != nil {
+		return false, nil // no directory yet (unreadable metadata is rewritten after the open)
+	}
+	if old == [16]byte(t.ID) {
+		return true, nil
 	}
 	gone := filepath.Join(b.cfg.LogDir, deletedPartitionDirName(t.Name, p, TopicID(old)))
 	b.log.Warn("removing stray partition directory of a deleted topic", "dir", dir, "topicId", TopicID(old).String(), "newTopicId", t.ID.String())
 	if err := os.Rename(dir, gone); err != nil {
-		return fmt.Errorf("cannot move stray partition directory %q aside: %w", dir, err)
+		return false, fmt.Errorf("cannot move stray partition directory %q aside: %w", dir, err)
 	}
 	go func() {
 		if err := os.RemoveAll(gone); err != nil {
 			b.log.Warn("cannot remove stray partition directory", "dir", gone, "err", err)
 		}
 	}()
-	return nil
+	return false, nil
 }
 
 // startHousekeeping runs retention and time-based rolling on each shard.
