@@ -27,6 +27,9 @@ func (b *Broker) probeStorage() {
 	}
 	b.device = dev
 	b.log.Info("log directory device", "dir", b.cfg.LogDir, "facts", dev.String(), "alignment", dev.Alignment())
+	if b.cfg.LogIOMode == nvme.IOModeDirect && dev.DirectIO && dev.DirectIOErr != nil {
+		b.log.Warn("cannot check O_DIRECT in log.dirs, the filesystem is full; keeping log.io.mode=direct", "dir", b.cfg.LogDir, "err", dev.DirectIOErr)
+	}
 	if b.cfg.LogIOMode == nvme.IOModeDirect && !dev.DirectIO {
 		b.log.Warn("O_DIRECT refused in log.dirs; falling back to log.io.mode=buffered", "dir", b.cfg.LogDir, "err", dev.DirectIOErr)
 		b.cfg.LogIOMode = nvme.IOModeBuffered

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,7 +32,10 @@ type DeviceInfo struct {
 	QueueDepth  int  // queue/nr_requests (0 when unknown)
 	NUMANode    int  // device/numa_node of the device or its parent; -1 when unknown
 	// DirectIO says whether an aligned O_DIRECT write and read worked in Dir;
-	// DirectIOErr is why not.
+	// DirectIOErr is why not. A probe the filesystem refused for want of
+	// space (ENOSPC, EDQUOT) proves nothing either way: DirectIO stays true
+	// and DirectIOErr holds the error, so that a full disk does not turn
+	// direct mode into buffered mode.
 	DirectIO    bool
 	DirectIOErr error
 }
@@ -82,8 +86,13 @@ func ProbeDevice(dir string) (DeviceInfo, error) {
 		d.NUMANode = numaNodeOf(filepath.Join(q, "device"))
 	}
 	d.DirectIOErr = probeDirectIO(dir, &d)
-	d.DirectIO = d.DirectIOErr == nil
+	d.DirectIO = d.DirectIOErr == nil || noSpace(d.DirectIOErr)
 	return d, nil
+}
+
+// noSpace reports a filesystem out of blocks or inodes, or over a quota.
+func noSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
 // readSysInt reads a sysfs file holding one integer; 0 when unreadable.

@@ -1,6 +1,7 @@
 package nvme
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -39,5 +40,49 @@ func TestProbeDeviceRefusingODirect(t *testing.T) {
 	}
 	if d.DirectIO || d.DirectIOErr == nil {
 		t.Fatalf("ramfs: %s, want direct I/O refused", d)
+	}
+}
+
+// TestProbeDeviceFullFilesystem: a probe write refused for want of space
+// keeps direct I/O (it says nothing about O_DIRECT), with the error kept
+// for the warning. Before, a broker restarted on a full disk fell back to
+// buffered mode for good (found by the fresh-user disk-full test). tmpfs
+// takes O_DIRECT since Linux 6.6.
+func TestProbeDeviceFullFilesystem(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount tmpfs")
+	}
+	mnt := filepath.Join(t.TempDir(), "tmpfs")
+	os.Mkdir(mnt, 0o755)
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=256k"); err != nil {
+		t.Skipf("cannot mount tmpfs: %v", err)
+	}
+	defer syscall.Unmount(mnt, 0)
+	if d, err := ProbeDevice(mnt); err != nil || !d.DirectIO || d.DirectIOErr != nil {
+		t.Skipf("tmpfs here does not take O_DIRECT: %s (%v)", d, err)
+	}
+	f, err := os.Create(filepath.Join(mnt, "ballast"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	for i := 0; ; i++ {
+		if _, err := f.Write(buf); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("filling tmpfs: %v", err)
+			}
+			break
+		}
+		if i > 1000 {
+			t.Fatal("256 KiB tmpfs never filled")
+		}
+	}
+	f.Close()
+	d, err := ProbeDevice(mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.DirectIO || !errors.Is(d.DirectIOErr, syscall.ENOSPC) {
+		t.Fatalf("full tmpfs: DirectIO %v, err %v; want true and ENOSPC", d.DirectIO, d.DirectIOErr)
 	}
 }
