@@ -60,6 +60,15 @@ func (l *Log) preallocate(s *segment) {
 	if _, ok := s.log.(allocator); !ok {
 		return
 	}
+	if s.size == 0 && !l.opts.Preallocate {
+		// An empty segment (a new partition, a roll) is allocated at its
+		// first append (growAllocation): idle partitions hold no blocks.
+		// Allocating ahead at creation took 1.6 GiB for the internal
+		// topics' 100 empty partitions, and a direct-mode broker could not
+		// start on a small disk (found by the fresh-user disk-full test).
+		s.preallocated = true
+		return
+	}
 	size := l.allocationFor(s.size)
 	if s.size > 0 && l.zeroFills(s) {
 		// A reopened active segment (recovery): a chunk past its data now
@@ -112,6 +121,12 @@ func (l *Log) growAllocation(s *segment, pos, n int64) {
 		return
 	}
 	need := pos + n
+	if s.allocated == 0 {
+		// The first chunk of a segment preallocate left empty: left
+		// unwritten, as preallocate's own would be.
+		l.allocate(s, l.allocationFor(need))
+		return
+	}
 	zero := l.zeroFills(s)
 	if zero {
 		need = min(need+l.opts.PreallocateChunk/2, max(l.opts.SegmentBytes, pos+n))

@@ -26,7 +26,8 @@ func allocatedBytes(t *testing.T, path string) int64 {
 // recovers to its data.
 //
 // With zero fill (the default) the allocation grows half a chunk earlier,
-// so up to a chunk and a half lie past the data.
+// so up to a chunk and a half lie past the data. An empty segment is
+// allocated at its first append.
 func TestDirectPreallocatesInChunks(t *testing.T) {
 	for _, unwritten := range []bool{false, true} {
 		t.Run(fmt.Sprintf("unwritten=%v", unwritten), func(t *testing.T) {
@@ -48,8 +49,10 @@ func testDirectPreallocatesInChunks(t *testing.T, unwritten bool) {
 	}
 	l := mustOpen(t, dir, o)
 	path := filepath.Join(dir, segmentFileName(0, logSuffix))
-	if got := fileSize(t, path); got != chunk {
-		t.Fatalf("new active segment file is %d bytes, want a chunk, %d", got, chunk)
+	// An empty segment holds no blocks until its first append (idle
+	// partitions reserve nothing); that append allocates the first chunk.
+	if got, a := fileSize(t, path), allocatedBytes(t, path); got != 0 || a != 0 {
+		t.Fatalf("new active segment file is %d bytes, %d allocated, want none before its first append", got, a)
 	}
 	var all [][]byte
 	grew := 0
