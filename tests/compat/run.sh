@@ -9,7 +9,8 @@
 #                                               (a private network namespace
 #                                               when unshare -n works, so a
 #                                               broker already on 9092 is fine)
-#   smoke: kcat, confluent-kafka, kafka-python, sarama
+#   smoke: kcat, confluent-kafka, kafka-python, sarama, kafkajs (node; npm ci
+#          into COMPAT_NPM_DIR by deps.sh, outside the repository)
 #
 # Writes tests/compat/results/<UTC date>.json and the README matrix
 # (tests/compat/report). Exit status 1 when any test failed that
@@ -18,7 +19,8 @@
 #
 # Knobs: COMPAT_SUITES="kgo kafkago smoke" (subset), COMPAT_WORK=dir (keep
 # outputs there), COMPAT_KGO_TIMEOUT / COMPAT_KGO_TXN_TIMEOUT /
-# COMPAT_KAFKAGO_TIMEOUT (seconds).
+# COMPAT_KAFKAGO_TIMEOUT (seconds), COMPAT_NPM_DIR (where kafkajs is
+# installed; default ~/.cache/ringbroker-compat/kafkajs).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
@@ -44,6 +46,7 @@ trap cleanup EXIT
 log() { echo "compat: $(date +%T) $*"; }
 want() { [[ " $SUITES " == *" $1 "* ]]; }
 
+export COMPAT_NPM_DIR=${COMPAT_NPM_DIR:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/ringbroker-compat/kafkajs}
 "$ROOT/tests/compat/deps.sh"
 
 log "building the broker and the helpers"
@@ -126,14 +129,23 @@ if want smoke; then
 	RUN_ID=$START $PY "$ROOT/tests/compat/smoke/kafkapython_smoke.py" "127.0.0.1:$PORT" >"$OUT/kafkapython.smoke" 2>&1 || true
 	log "smoke: sarama"
 	RUN_ID=$START "$WORK/saramasmoke" "127.0.0.1:$PORT" >"$OUT/sarama.smoke" 2>&1 || true
+	log "smoke: kafkajs"
+	if command -v node >/dev/null; then
+		RUN_ID=$START NODE_PATH=$COMPAT_NPM_DIR/node_modules timeout -k 5 90 node "$ROOT/tests/compat/smoke/kafkajs/kafkajs_smoke.js" \
+			"127.0.0.1:$PORT" >"$OUT/kafkajs.smoke" 2>&1 || true
+	else
+		echo "SKIP kafkajs: node not installed" >"$OUT/kafkajs.smoke"
+	fi
 	kcat_v=$(kcat -V 2>/dev/null | sed -n 's/^Version \([^ ]*\) .*librdkafka \([^ ]*\) .*/\1, librdkafka \2/p' | head -1)
 	cf_v=$($PY -c 'import confluent_kafka as c; print(c.version()[0] + ", librdkafka " + c.libversion()[0])' 2>/dev/null || echo '?')
 	kp_v=$($PY -c 'import kafka; print(kafka.__version__)' 2>/dev/null || echo '?')
 	sa_v=$($GO list -m -f '{{.Version}}' github.com/IBM/sarama)
+	kj_v=$(NODE_PATH=$COMPAT_NPM_DIR/node_modules node -p 'require("kafkajs/package.json").version + ", node " + process.versions.node' 2>/dev/null || echo '?')
 	SPECS+=("kcat|${kcat_v:-?}|smoke|smoke|$OUT/kcat.smoke"
 		"confluent-kafka|$cf_v|smoke|smoke|$OUT/confluent.smoke"
 		"kafka-python|$kp_v|smoke|smoke|$OUT/kafkapython.smoke"
-		"sarama|$sa_v|smoke|smoke|$OUT/sarama.smoke")
+		"sarama|$sa_v|smoke|smoke|$OUT/sarama.smoke"
+		"kafkajs|$kj_v|smoke|smoke|$OUT/kafkajs.smoke")
 fi
 
 if want kafkago; then
