@@ -6,9 +6,7 @@ package appliance
 // the authorizer reads the bindings from the image.
 
 import (
-	"fmt"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // createACLs adds bindings in one metadata batch and returns one error per
@@ -41,7 +39,7 @@ func (b *Broker) createACLs(bindings []ACLBinding) []error {
 	next, err := b.meta.commit(im, recs)
 	if err != nil {
 		for _, i := range idx {
-			errs[i] = fmt.Errorf("%w: %v", kerr.UnknownServerError, err)
+			errs[i] = commitErr(err)
 		}
 		return errs
 	}
@@ -84,7 +82,7 @@ func (b *Broker) deleteACLs(filters []ACLFilter) ([][]ACLBinding, []error) {
 	if err != nil {
 		for i := range filters {
 			if len(matched[i]) > 0 {
-				errs[i] = fmt.Errorf("%w: %v", kerr.UnknownServerError, err)
+				errs[i] = commitErr(err)
 				matched[i] = nil
 			}
 		}

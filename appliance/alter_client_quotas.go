@@ -117,7 +117,7 @@ func (b *Broker) alterClientQuotas(alts []clientQuotaAlteration, validateOnly bo
 	defer b.ctrlMu.Unlock()
 	next, err := b.meta.commit(b.currentImage(), recs)
 	if err != nil {
-		err = fmt.Errorf("%w: %v", kerr.UnknownServerError, err)
+		err = commitErr(err)
 		for _, i := range owners {
 			errs[i] = err
 		}

@@ -103,9 +103,15 @@ func (b *Broker) createTopic(spec TopicSpec, validateOnly bool) (*TopicImage, er
 		}
 		return next.Topics[spec.Name], nil
 	}
+	// The partition directories first: on a full disk the create fails
+	// here, before the metadata names the topic.
+	if err := b.makePartitionDirs(spec.Name, spec.Partitions); err != nil {
+		return nil, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+	}
 	next, err := b.meta.commit(im, recs)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", kerr.UnknownServerError, err)
+		b.removePartitionDirs(spec.Name, spec.Partitions)
+		return nil, commitErr(err)
 	}
 	b.image.Store(next)
 	t := next.Topics[spec.Name]
@@ -113,16 +119,44 @@ func (b *Broker) createTopic(spec TopicSpec, validateOnly bool) (*TopicImage, er
 		// Roll the topic back so the metadata never names partitions that
 		// are not served.
 		b.log.Error("cannot open partitions of new topic, removing it", "topic", spec.Name, "err", err)
-		if back, cerr := b.meta.commit(next, []MetadataRecord{{RemoveTopic: &RemoveTopicRecord{ID: t.ID}}}); cerr == nil {
+		undo := []MetadataRecord{{RemoveTopic: &RemoveTopicRecord{ID: t.ID}}}
+		if back, cerr := b.meta.commit(next, undo); cerr == nil {
 			b.image.Store(back)
-			b.dropPartitions(t)
 		} else {
-			b.log.Error("cannot remove the half-created topic", "topic", spec.Name, "err", cerr)
+			// The metadata in force goes back to before the topic. The
+			// metadata log still holds its creation: the removal is
+			// written first when the log takes writes again, and a start
+			// before that creates the topic (as Kafka's controller would
+			// have, its commit done).
+			b.log.Error("cannot remove the half-created topic from the metadata log; it is not served, and its removal is written when the metadata log takes writes again", "topic", spec.Name, "err", cerr)
+			b.meta.deferUndo(next.Offset, undo)
+			b.image.Store(im)
 		}
+		b.dropPartitions(t)
 		return nil, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
 	}
 	b.log.Info("created topic", "topic", spec.Name, "id", id.String(), "partitions", spec.Partitions)
 	return t, nil
+}
+
+// makePartitionDirs creates the directories of a new topic's partitions;
+// on an error it removes those it created.
+func (b *Broker) makePartitionDirs(topic string, partitions int32) error {
+	for p := int32(0); p < partitions; p++ {
+		if err := os.Mkdir(b.partitionDir(topic, p), 0o755); err != nil && !os.IsExist(err) {
+			b.removePartitionDirs(topic, p)
+			return fmt.Errorf("cannot create partition directory: %w", err)
+		}
+	}
+	return nil
+}
+
+// removePartitionDirs removes the empty directories of partitions [0, n)
+// of topic (a directory that holds files is left alone).
+func (b *Broker) removePartitionDirs(topic string, n int32) {
+	for p := int32(0); p < n; p++ {
+		_ = os.Remove(b.partitionDir(topic, p))
+	}
 }
 
 // collidingTopic finds a topic whose name differs only by '.' vs '_'.
@@ -210,7 +244,7 @@ func (b *Broker) deleteTopic(name string, id TopicID) (*TopicImage, error) {
 	}
 	next, err := b.meta.commit(im, []MetadataRecord{{RemoveTopic: &RemoveTopicRecord{ID: t.ID}}})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", kerr.UnknownServerError, err)
+		return nil, commitErr(err)
 	}
 	b.image.Store(next)
 	b.dropPartitions(t)
@@ -258,7 +292,7 @@ func (b *Broker) createPartitions(name string, count int32, validateOnly bool) e
 	}
 	next, err := b.meta.commit(im, recs)
 	if err != nil {
-		return fmt.Errorf("%w: %v", kerr.UnknownServerError, err)
+		return commitErr(err)
 	}
 	b.image.Store(next)
 	return b.openTopicPartitions(next.Topics[name], have)
@@ -319,7 +353,7 @@ func (b *Broker) alterTopicConfigsWith(name string, compute func(*TopicImage) ([
 	}
 	next, err := b.meta.commit(im, recs)
 	if err != nil {
-		return fmt.Errorf("%w: %v", kerr.UnknownServerError, err)
+		return commitErr(err)
 	}
 	b.image.Store(next)
 	nt := next.Topics[name]

@@ -47,7 +47,7 @@ func (b *Broker) newProducerID() (int64, error) {
 	start := im.NextProducerID
 	next, err := b.meta.commit(im, []MetadataRecord{{ProducerIDs: &ProducerIDsRecord{BrokerID: b.cfg.NodeID, NextProducerID: start + producerIDBlockSize}}})
 	if err != nil {
-		return -1, fmt.Errorf("%w: cannot reserve producer ids: %v", kerr.UnknownServerError, err)
+		return -1, commitErr(fmt.Errorf("cannot reserve producer ids: %w", err))
 	}
 	b.image.Store(next)
 	b.pids.next, b.pids.end = start+1, start+producerIDBlockSize

@@ -252,7 +252,7 @@ func (b *Broker) alterScramCredentials(dels []ScramDeletion, ups []ScramUpsertio
 	if len(recs) > 0 {
 		next, err := b.meta.commit(im, recs)
 		if err != nil {
-			err = fmt.Errorf("%w: %v", kerr.UnknownServerError, err)
+			err = commitErr(err)
 			for _, u := range users {
 				setErr(u, err)
 			}

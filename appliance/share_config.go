@@ -207,7 +207,7 @@ func (b *Broker) alterGroupConfigs(group string, ops []kmsg.IncrementalAlterConf
 	defer b.ctrlMu.Unlock()
 	next, err := b.meta.commit(b.currentImage(), recs)
 	if err != nil {
-		return fmt.Errorf("%w: %v", kerr.UnknownServerError, err)
+		return commitErr(err)
 	}
 	b.image.Store(next)
 	return nil
