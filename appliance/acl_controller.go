@@ -5,9 +5,7 @@ package appliance
 // metadata log under ctrlMu, like topic changes, and publish the new image;
 // the authorizer reads the bindings from the image.
 
-import (
-
-)
+import ()
 
 // createACLs adds bindings in one metadata batch and returns one error per
 // binding (nil when created or already present, as Kafka treats a binding
