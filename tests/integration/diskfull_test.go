@@ -158,6 +158,39 @@ func TestDiskFull(t *testing.T) {
 	}
 	pcl.Close()
 
+	// ringctl describes offline partitions in its ERROR column and the
+	// online ones in full; before, one offline partition failed the
+	// describe of every topic named (LEADER_NOT_AVAILABLE, exit 1).
+	var descs []struct {
+		Topic      string `json:"topic"`
+		Partitions []struct {
+			Partition int32  `json:"partition"`
+			Leader    int32  `json:"leader"`
+			End       int64  `json:"log_end_offset"`
+			Error     string `json:"error"`
+		} `json:"partitions"`
+	}
+	ringctlJSON(t, b, &descs, "topic", "describe", topic, "newt")
+	if len(descs) != 2 {
+		t.Fatalf("ringctl topic describe %s newt: %d topics, want 2", topic, len(descs))
+	}
+	var newtEnd int64
+	for _, d := range descs {
+		for _, p := range d.Partitions {
+			switch {
+			case d.Topic == topic && p.Error == "" && (p.Leader == -1 || p.End < 0):
+				t.Errorf("partition %s-%d described with leader %d and end offset %d but no error", d.Topic, p.Partition, p.Leader, p.End)
+			case d.Topic == "newt" && (p.Error != "" || p.End < 0):
+				t.Errorf("online partition newt-%d described with error %q, end offset %d", p.Partition, p.Error, p.End)
+			case d.Topic == "newt":
+				newtEnd += p.End
+			}
+		}
+	}
+	if newtEnd != 1 {
+		t.Errorf("newt's end offsets sum to %d, want the 1 record produced", newtEnd)
+	}
+
 	check := func(when string) {
 		t.Helper()
 		c := newClient(t, b, kgo.ConsumePartitions(startOffsets(topic, partitions)))

@@ -156,13 +156,16 @@ func topicDescribe(e *env, args []string) error {
 	}
 	var descs []topicDescription
 	if len(known) > 0 {
-		starts, err := e.adm.ListStartOffsets(ctx, known...)
-		if err != nil {
-			return e.reqErr("list start offsets", err)
+		// A partition without a leader (offline after an I/O error) fails
+		// its shard of the listing; the others still answer, and the row
+		// of that one shows the error instead of failing the describe.
+		starts, startErr := e.adm.ListStartOffsets(ctx, known...)
+		if startErr != nil && len(starts) == 0 {
+			return e.reqErr("list start offsets", startErr)
 		}
-		ends, err := e.adm.ListEndOffsets(ctx, known...)
-		if err != nil {
-			return e.reqErr("list end offsets", err)
+		ends, endErr := e.adm.ListEndOffsets(ctx, known...)
+		if endErr != nil && len(ends) == 0 {
+			return e.reqErr("list end offsets", endErr)
 		}
 		rcs, err := e.adm.DescribeTopicConfigs(ctx, known...)
 		if err != nil {
@@ -174,11 +177,21 @@ func topicDescribe(e *env, args []string) error {
 			for _, p := range td.Partitions.Sorted() {
 				row := partitionRow{Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, Replicas: p.Replicas, ISR: p.ISR,
 					StartOffset: -1, EndOffset: -1, Error: errString(p.Err)}
-				if o, ok := starts.Lookup(name, p.Partition); ok && o.Err == nil {
-					row.StartOffset = o.Offset
-				}
-				if o, ok := ends.Lookup(name, p.Partition); ok && o.Err == nil {
-					row.EndOffset = o.Offset
+				for _, l := range []struct {
+					got kadm.ListedOffsets
+					err error
+					dst *int64
+				}{{starts, startErr, &row.StartOffset}, {ends, endErr, &row.EndOffset}} {
+					o, ok := l.got.Lookup(name, p.Partition)
+					switch {
+					case ok && o.Err == nil:
+						*l.dst = o.Offset
+					case row.Error != "":
+					case ok:
+						row.Error = errString(o.Err)
+					case l.err != nil:
+						row.Error = errString(l.err)
+					}
 				}
 				d.Partitions = append(d.Partitions, row)
 			}
