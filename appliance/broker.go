@@ -299,9 +299,12 @@ func (b *Broker) Close() error {
 
 // closePartitions closes every open partition on its shard (each log
 // writes its producer snapshot and, when all went well, its clean-shutdown
-// marker) and stops the shards' retention.
+// marker) and stops the shards' retention. Its error names the first few
+// partitions that failed and counts them all (on a full disk that is
+// every partition).
 func (b *Broker) closePartitions() error {
-	var err error
+	var errs []error
+	failed := 0
 	var mu sync.Mutex
 	for _, st := range b.shards {
 		st.loop.Call(func() {
@@ -311,14 +314,20 @@ func (b *Broker) closePartitions() error {
 			for _, p := range st.parts {
 				if e := p.close(); e != nil {
 					mu.Lock()
-					err = errors.Join(err, e)
+					failed++
+					if len(errs) < 5 {
+						errs = append(errs, e)
+					}
 					mu.Unlock()
 				}
 			}
 			st.parts = map[tpKey]*partition{}
 		})
 	}
-	return err
+	if failed == 0 {
+		return nil
+	}
+	return fmt.Errorf("cannot close %d partitions cleanly (they are checked in full at the next start), first ones: %w", failed, errors.Join(errs...))
 }
 
 // abortStart undoes a Start that failed once the metadata log was open:
