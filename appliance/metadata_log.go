@@ -77,7 +77,7 @@ func (m *metadataLog) open() (*Image, error) {
 // since freed): recovery cuts a torn batch, and the log is used again when
 // it then ends where im does, or where the pending undo was due (which it
 // then appends). It returns the image the next batch applies to: im, or
-// after an undo the replayed log's, which holds what im holds. A batch
+// after an undo im moved to the log's end offset. A batch
 // that was written whole but not acknowledged (its fdatasync failed) is
 // left for the next start to apply, as a crash would; until then the log
 // stays offline.
@@ -93,12 +93,18 @@ func (m *metadataLog) repair(im *Image) (*Image, error) {
 	base := im
 	switch {
 	case m.undo != nil && got.Offset == m.undo.after:
-		if base, err = m.append(got, m.undo.recs); err != nil {
+		if _, err = m.append(got, m.undo.recs); err != nil {
 			m.log.Close()
 			m.log = nil
 			return nil, err
 		}
 		m.undo = nil
+		// The log now holds what im holds: im goes on at the log's end.
+		// (Not the replayed image: its partitions have fresh views, and
+		// the open partitions publish to im's.)
+		moved := *im
+		moved.Offset = m.log.LogEndOffset() - 1
+		base = &moved
 	case got.Offset != im.Offset:
 		m.log.Close()
 		m.log = nil

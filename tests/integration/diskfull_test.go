@@ -54,6 +54,13 @@ func TestDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A topic with room to spare, written and read again once the
+	// metadata log has been repaired: the repair must leave the open
+	// partitions' views as they are.
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "before"); err != nil {
+		t.Fatal(err)
+	}
+
 	// Fill: acks=all, sequential values, until produces fail for a while
 	// (bounded by count and time).
 	cl := newClient(t, b, kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(kgo.NoCompression()),
@@ -157,6 +164,16 @@ func TestDiskFull(t *testing.T) {
 		t.Fatalf("produce to the topic created after space was freed: %v", err)
 	}
 	pcl.Close()
+	bcl := newClient(t, b, kgo.DefaultProduceTopic("before"))
+	if err := bcl.ProduceSync(ctx, &kgo.Record{Value: []byte("still served")}).FirstErr(); err != nil {
+		t.Fatalf("produce to a topic created before the disk filled: %v", err)
+	}
+	bcl.Close()
+	bc := newClient(t, b, kgo.ConsumePartitions(startOffsets("before", 1)))
+	if got := consumeN(t, ctx, bc, 1, 15*time.Second); len(got) != 1 || string(got[0].Value) != "still served" {
+		t.Fatalf("read back from a topic created before the disk filled: %d records", len(got))
+	}
+	bc.Close()
 
 	// ringctl describes offline partitions in its ERROR column and the
 	// online ones in full; before, one offline partition failed the
@@ -222,12 +239,12 @@ func TestDiskFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range append(created, "newt", topic) {
+	for _, name := range append(created, "newt", "before", topic) {
 		if !td.Has(name) {
 			t.Errorf("topic %s missing after the restart", name)
 		}
 	}
-	if n := len(td.Names()); n != len(created)+2 {
-		t.Errorf("%d topics after the restart (%v), want the %d created: a refused create came back", n, td.Names(), len(created)+2)
+	if n := len(td.Names()); n != len(created)+3 {
+		t.Errorf("%d topics after the restart (%v), want the %d created: a refused create came back", n, td.Names(), len(created)+3)
 	}
 }
