@@ -117,13 +117,18 @@ func handleProduce(b *Broker, r *request) any {
 	if timeout <= 0 || req.Acks != -1 {
 		timeout = 30 * time.Second
 	}
+	// Read before posting: once the waits are posted, the last one to
+	// finish may hand the request state back to the pool, and another
+	// connection's request may reset it while this goroutine still runs
+	// (found by the race detector in TestFetchMinBytesCountsLimitedPartitions).
+	nothing := ps.n == 0
 	ps.start(timeout)
 	if len(txnItems) > 0 {
 		b.txnProduce(*req.TransactionID, txnItems)
 	} else {
 		ps.postWaits()
 	}
-	if ps.n == 0 {
+	if nothing {
 		ps.finish() // throttled, nothing to wait for
 	}
 	return answerLater{}
