@@ -105,12 +105,12 @@ func (b *Broker) createTopic(spec TopicSpec, validateOnly bool) (*TopicImage, er
 	}
 	// The partition directories first: on a full disk the create fails
 	// here, before the metadata names the topic.
-	if err := b.makePartitionDirs(spec.Name, spec.Partitions); err != nil {
+	if err := b.makePartitionDirs(spec.Name, 0, spec.Partitions); err != nil {
 		return nil, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
 	}
 	next, err := b.meta.commit(im, recs)
 	if err != nil {
-		b.removePartitionDirs(spec.Name, spec.Partitions)
+		b.removePartitionDirs(spec.Name, 0, spec.Partitions)
 		return nil, commitErr(err)
 	}
 	b.image.Store(next)
@@ -139,22 +139,22 @@ func (b *Broker) createTopic(spec TopicSpec, validateOnly bool) (*TopicImage, er
 	return t, nil
 }
 
-// makePartitionDirs creates the directories of a new topic's partitions;
-// on an error it removes those it created.
-func (b *Broker) makePartitionDirs(topic string, partitions int32) error {
-	for p := int32(0); p < partitions; p++ {
+// makePartitionDirs creates the directories of new partitions [from, to)
+// of topic; on an error it removes those it created.
+func (b *Broker) makePartitionDirs(topic string, from, to int32) error {
+	for p := from; p < to; p++ {
 		if err := os.Mkdir(b.partitionDir(topic, p), 0o755); err != nil && !os.IsExist(err) {
-			b.removePartitionDirs(topic, p)
+			b.removePartitionDirs(topic, from, p)
 			return fmt.Errorf("cannot create partition directory: %w", err)
 		}
 	}
 	return nil
 }
 
-// removePartitionDirs removes the empty directories of partitions [0, n)
-// of topic (a directory that holds files is left alone).
-func (b *Broker) removePartitionDirs(topic string, n int32) {
-	for p := int32(0); p < n; p++ {
+// removePartitionDirs removes the empty directories of partitions
+// [from, to) of topic (a directory that holds files is left alone).
+func (b *Broker) removePartitionDirs(topic string, from, to int32) {
+	for p := from; p < to; p++ {
 		_ = os.Remove(b.partitionDir(topic, p))
 	}
 }
@@ -206,6 +206,11 @@ func (b *Broker) openTopicPartitions(t *TopicImage, from int32) error {
 		st.loop.Post(func() {
 			defer wg.Done()
 			if err := b.openPartition(st, t, p.Partition, 0); err != nil {
+				// Offline in the metadata until a restart opens it
+				// (createPartitions; createTopic removes the topic).
+				if p.view != nil {
+					p.view.offline.Store(true)
+				}
 				mu.Lock()
 				if first == nil {
 					first = err
@@ -290,12 +295,26 @@ func (b *Broker) createPartitions(name string, count int32, validateOnly bool) e
 		recs = append(recs, MetadataRecord{Partition: &PartitionRecord{TopicID: t.ID, Partition: p, Replicas: []int32{b.cfg.NodeID},
 			ISR: []int32{b.cfg.NodeID}, Leader: b.cfg.NodeID, Shard: shard}})
 	}
+	// The directories first, as createTopic does: on a full disk the
+	// change fails here, before the metadata names the partitions.
+	if err := b.makePartitionDirs(name, have, count); err != nil {
+		return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+	}
 	next, err := b.meta.commit(im, recs)
 	if err != nil {
+		b.removePartitionDirs(name, have, count)
 		return commitErr(err)
 	}
 	b.image.Store(next)
-	return b.openTopicPartitions(next.Topics[name], have)
+	if err := b.openTopicPartitions(next.Topics[name], have); err != nil {
+		// Partitions cannot be taken back out of the metadata: those that
+		// did not open are offline (Metadata: LEADER_NOT_AVAILABLE, leader
+		// -1) until a restart opens them, like a partition after an I/O
+		// error.
+		b.log.Error("cannot open added partitions; they are offline until the broker restarts", "topic", name, "err", err)
+		return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+	}
+	return nil
 }
 
 // ConfigChange is one config set (Value != nil) or removal (Value == nil).

@@ -145,6 +145,43 @@ func TestDiskFull(t *testing.T) {
 	}
 	t.Logf("%d topics created on the full disk before the metadata log refused one", len(created))
 
+	// Partitions added on the full disk: refused with KAFKA_STORAGE_ERROR
+	// or added, and every partition Metadata lists with a leader answers
+	// (one that did not open is offline: leader -1 with an error). Before,
+	// the answer was UNKNOWN_SERVER_ERROR and the unopened partitions were
+	// listed with leader 1, so clients retried NOT_LEADER_FOR_PARTITION.
+	cp, err := adm.CreatePartitions(ctx, 2, "before")
+	if err == nil {
+		err = cp["before"].Err
+	}
+	if err != nil && !errors.Is(err, kerr.KafkaStorageError) {
+		t.Fatalf("add partitions on a full disk: %v, want success or KAFKA_STORAGE_ERROR", err)
+	}
+	checkServed := func(when string) int {
+		t.Helper()
+		a := newAdmin(t, b)
+		td, err := a.ListTopics(ctx, "before")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ends, err := a.ListEndOffsets(ctx, "before")
+		if err != nil && len(ends) == 0 {
+			t.Fatalf("%s: list end offsets: %v", when, err)
+		}
+		for _, p := range td["before"].Partitions {
+			o, ok := ends.Lookup("before", p.Partition)
+			switch {
+			case p.Leader == -1 && p.Err == nil:
+				t.Fatalf("%s: before-%d has no leader and no error", when, p.Partition)
+			case p.Leader != -1 && (!ok || o.Err != nil):
+				t.Fatalf("%s: before-%d listed with leader %d but its offsets cannot be listed (%v)", when, p.Partition, p.Leader, o.Err)
+			}
+		}
+		return len(td["before"].Partitions)
+	}
+	parts := checkServed("after adding partitions on the full disk")
+	t.Logf("add partitions on the full disk: %v; before has %d partitions", err, parts)
+
 	// Space freed: topic changes work again without a restart.
 	if err := os.Remove(ballast); err != nil {
 		t.Fatal(err)
@@ -164,8 +201,8 @@ func TestDiskFull(t *testing.T) {
 		t.Fatalf("produce to the topic created after space was freed: %v", err)
 	}
 	pcl.Close()
-	bcl := newClient(t, b, kgo.DefaultProduceTopic("before"))
-	if err := bcl.ProduceSync(ctx, &kgo.Record{Value: []byte("still served")}).FirstErr(); err != nil {
+	bcl := newClient(t, b, kgo.DefaultProduceTopic("before"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := bcl.ProduceSync(ctx, &kgo.Record{Value: []byte("still served"), Partition: 0}).FirstErr(); err != nil {
 		t.Fatalf("produce to a topic created before the disk filled: %v", err)
 	}
 	bcl.Close()
@@ -235,6 +272,16 @@ func TestDiskFull(t *testing.T) {
 	b.Stop()
 	b.Start()
 	check("after restart")
+	if n := checkServed("after the restart"); n != parts {
+		t.Fatalf("before has %d partitions after the restart, %d before it", n, parts)
+	}
+	pc := newClient(t, b, kgo.DefaultProduceTopic("before"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for p := range int32(parts) {
+		if err := pc.ProduceSync(ctx, &kgo.Record{Value: []byte("x"), Partition: p}).FirstErr(); err != nil {
+			t.Fatalf("produce to before-%d after the restart: %v", p, err)
+		}
+	}
+	pc.Close()
 	td, err := newAdmin(t, b).ListTopics(ctx)
 	if err != nil {
 		t.Fatal(err)
