@@ -133,7 +133,14 @@ func (b *Broker) Addr() net.Addr { return b.engine.Addr() }
 
 // Start opens the data directory, replays the metadata log, opens every
 // partition on its owner shard and starts accepting connections.
-func (b *Broker) Start() error {
+func (b *Broker) Start() (err error) {
+	defer func() {
+		// Whatever ran out of descriptors (a partition, a shard's
+		// listener, a coordinator), the error says what to raise.
+		if err != nil && (errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)) && !strings.Contains(err.Error(), "ulimit -n") {
+			err = fmt.Errorf("%w; %s", err, descriptorHint())
+		}
+	}()
 	b.startedAt = time.Now()
 	if err := os.MkdirAll(b.cfg.LogDir, 0o755); err != nil {
 		return fmt.Errorf("cannot create log.dirs %q: %w", b.cfg.LogDir, err)
@@ -204,11 +211,7 @@ func (b *Broker) Start() error {
 	wg.Wait()
 	if openFailed > 0 {
 		b.abortStart()
-		err := fmt.Errorf("cannot open %d partitions, first ones: %w", openFailed, errors.Join(openErrs...))
-		if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
-			err = fmt.Errorf("%w; %s", err, descriptorHint())
-		}
-		return err
+		return fmt.Errorf("cannot open %d partitions, first ones: %w", openFailed, errors.Join(openErrs...))
 	}
 	b.removeOrphanPartitionDirs(im)
 	if err := b.startGroupCoordinator(); err != nil {
@@ -327,7 +330,7 @@ func (b *Broker) closePartitions() error {
 	if failed == 0 {
 		return nil
 	}
-	return fmt.Errorf("cannot close %d partitions cleanly (they are checked in full at the next start), first ones: %w", failed, errors.Join(errs...))
+	return fmt.Errorf("cannot close %d partitions cleanly (they are checked in full at the next start), first ones: %w", failed, joinOneLine(errs))
 }
 
 // abortStart undoes a Start that failed once the metadata log was open:
@@ -504,3 +507,19 @@ func (b *Broker) ServeConn(shard, listener int, c net.Conn) {
 	}()
 	cn.serve()
 }
+
+// joinOneLine joins errs with "; " (errors.Join uses newlines), keeping
+// them for errors.Is.
+func joinOneLine(errs []error) error { return oneLineErrs(errs) }
+
+type oneLineErrs []error
+
+func (e oneLineErrs) Error() string {
+	parts := make([]string, len(e))
+	for i, err := range e {
+		parts[i] = err.Error()
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (e oneLineErrs) Unwrap() []error { return e }

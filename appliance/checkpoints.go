@@ -51,12 +51,17 @@ func (b *Broker) loadOrWriteMetaProperties() error {
 }
 
 // writeFileAtomic writes body to path through a synced temp file and rename.
-func writeFileAtomic(path string, body []byte) error {
+func writeFileAtomic(path string, body []byte) (err error) {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fmt.Errorf("cannot create %q: %w", tmp, err)
 	}
+	defer func() {
+		if err != nil {
+			os.Remove(tmp) // a full disk's failure leaves no stray file
+		}
+	}()
 	if _, err := f.Write(body); err != nil {
 		f.Close()
 		return fmt.Errorf("cannot write %q: %w", tmp, err)

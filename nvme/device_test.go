@@ -86,3 +86,31 @@ func TestProbeDeviceFullFilesystem(t *testing.T) {
 		t.Fatalf("full tmpfs: DirectIO %v, err %v; want true and ENOSPC", d.DirectIO, d.DirectIOErr)
 	}
 }
+
+// TestWriteFileAtomicFullDiskLeavesNoTemp: a checkpoint write that fails
+// for want of space leaves the old file and no ".tmp" behind (found by the
+// fresh-user disk-full test: an empty checkpoint .tmp left in the data
+// directory after a shutdown on a full disk).
+func TestWriteFileAtomicFullDiskLeavesNoTemp(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount tmpfs")
+	}
+	mnt := filepath.Join(t.TempDir(), "tmpfs")
+	os.Mkdir(mnt, 0o755)
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=64k"); err != nil {
+		t.Skipf("cannot mount tmpfs: %v", err)
+	}
+	defer syscall.Unmount(mnt, 0)
+	if err := writeFileAtomic(mnt, "ckpt", []byte("old")); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeFileAtomic(mnt, "ckpt", make([]byte, 1<<20)); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("1 MiB into a 64 KiB tmpfs: %v, want ENOSPC", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(mnt, "ckpt")); err != nil || string(b) != "old" {
+		t.Fatalf("old content after the failed write: %q, %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(mnt, "ckpt.tmp")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("temporary file left behind: %v", err)
+	}
+}

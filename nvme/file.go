@@ -93,13 +93,18 @@ func syncDir(dir string) error {
 // writeFileAtomic writes data to path through a temporary file, fsync and
 // rename, then fsyncs the directory, so readers see the old or the new
 // content, never a torn one.
-func writeFileAtomic(dir, name string, data []byte) error {
+func writeFileAtomic(dir, name string, data []byte) (err error) {
 	path := dir + "/" + name
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("cannot create %q: %w", tmp, err)
 	}
+	defer func() {
+		if err != nil {
+			os.Remove(tmp) // a full disk's failure leaves no stray file
+		}
+	}()
 	if _, err := f.Write(data); err != nil {
 		f.Close()
 		return fmt.Errorf("cannot write %q: %w", tmp, err)
