@@ -330,7 +330,7 @@ func (b *Broker) closePartitions() error {
 	if failed == 0 {
 		return nil
 	}
-	return fmt.Errorf("cannot close %d partitions cleanly (they are checked in full at the next start), first ones: %w", failed, joinOneLine(errs))
+	return fmt.Errorf("cannot close %d partitions cleanly (they are checked in full at the next start), first ones: %w", failed, oneLineErrs(errs))
 }
 
 // abortStart undoes a Start that failed once the metadata log was open:
@@ -508,10 +508,8 @@ func (b *Broker) ServeConn(shard, listener int, c net.Conn) {
 	cn.serve()
 }
 
-// joinOneLine joins errs with "; " (errors.Join uses newlines), keeping
+// oneLineErrs joins errors with "; " (errors.Join uses newlines), keeping
 // them for errors.Is.
-func joinOneLine(errs []error) error { return oneLineErrs(errs) }
-
 type oneLineErrs []error
 
 func (e oneLineErrs) Error() string {
