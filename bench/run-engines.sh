@@ -7,14 +7,14 @@
 # GB) to bench/results/. Its second table compares each target with the
 # first, netpoll: per workload the median over the rounds, with min and max,
 # of the ratios of CPU s/GB, publish and end-to-end p99 and publish MB/s.
-# Not a test: a round takes about 100 s on 2 cores, the default 3 about
-# 5 minutes. RINGBENCH_TARGETS replaces the targets (space-separated, the
+# Not a test: a round takes about 110 s on 2 cores, the default 3 about
+# 6 minutes. RINGBENCH_TARGETS replaces the targets (space-separated, the
 # first is the baseline). Extra arguments go to ringbench. The direct-I/O
 # runs in the README's io.engine section used
 #   b=ringbroker:shards=2,log.io.mode=direct,log.io.cache.prefault=true
 #   RINGBENCH_ROUNDS=5 RINGBENCH_TARGETS="$b,io.engine=netpoll $b,io.engine=uring"
 # (prefault on both, so the 8 s windows do not measure the block caches'
-# first fill; about 8-13 minutes).
+# first fill; about 9-14 minutes).
 set -eu
 cd "$(dirname "$0")/.."
 mkdir -p bin bench/results/tmp
