@@ -13,10 +13,14 @@ import (
 // replayLog reads an internal topic's partition log from its log start
 // offset to its end and calls fn for every record, in offset order. It runs
 // on the partition's shard. Cleaned logs have gaps and may hold batches with
-// no records (cleaner.go); direct-mode chunks are memory. name is used in
+// no records (cleaner.go). A read's chunks together hold whole batches, but
+// one chunk need not: in direct mode they are block-cache memory, and a
+// batch that straddles two cache blocks ends in one chunk and starts in the
+// next, so the chunks of a read are parsed as one buffer. name is used in
 // errors ("__consumer_offsets-7").
 func replayLog(l *nvme.Log, name string, fn func(b *kmsg.RecordBatch, offset int64, r *kmsg.Record) error) error {
 	off, end := l.LogStartOffset(), l.LogEndOffset()
+	var joined []byte
 	for off < end {
 		res, err := l.Read(off, 8<<20, end, true)
 		if err != nil {
@@ -25,25 +29,27 @@ func replayLog(l *nvme.Log, name string, fn func(b *kmsg.RecordBatch, offset int
 		if len(res.Chunks) == 0 {
 			break
 		}
-		next := off
-		for _, c := range res.Chunks {
-			buf, err := chunkBytes(c)
-			if err != nil {
-				return fmt.Errorf("cannot read %s: %w", name, err)
-			}
-			next = max(next, batchesEnd(buf))
-			err = readBatches(buf, func(b *kmsg.RecordBatch, offset int64, r *kmsg.Record) error {
-				if offset >= off {
-					if err := fn(b, offset, r); err != nil {
-						return fmt.Errorf("%s offset %d: %w", name, offset, err)
-					}
+		buf, err := joinChunks(res.Chunks, joined[:0])
+		if err != nil {
+			releaseChunks(res.Chunks)
+			return fmt.Errorf("cannot read %s: %w", name, err)
+		}
+		if len(res.Chunks) > 1 {
+			joined = buf
+		}
+		next := max(off, batchesEnd(buf))
+		err = readBatches(buf, func(b *kmsg.RecordBatch, offset int64, r *kmsg.Record) error {
+			if offset >= off {
+				if err := fn(b, offset, r); err != nil {
+					return fmt.Errorf("%s offset %d: %w", name, offset, err)
 				}
-				next = max(next, b.FirstOffset+int64(b.LastOffsetDelta)+1)
-				return nil
-			})
-			if err != nil {
-				return err
 			}
+			next = max(next, b.FirstOffset+int64(b.LastOffsetDelta)+1)
+			return nil
+		})
+		releaseChunks(res.Chunks) // after the parse: a single memory chunk was parsed in place
+		if err != nil {
+			return fmt.Errorf("%s from offset %d: %w", name, off, err)
 		}
 		if next <= off {
 			break
@@ -51,6 +57,30 @@ func replayLog(l *nvme.Log, name string, fn func(b *kmsg.RecordBatch, offset int
 		off = next
 	}
 	return nil
+}
+
+// joinChunks returns the bytes of chunks, in order: one chunk's own bytes
+// when there is one (block-cache memory stays valid while the chunk's hold
+// is kept), else the chunks copied into dst.
+func joinChunks(chunks []nvme.Chunk, dst []byte) ([]byte, error) {
+	if len(chunks) == 1 {
+		return chunkBytes(chunks[0])
+	}
+	for _, c := range chunks {
+		b, err := chunkBytes(c)
+		if err != nil {
+			return nil, err
+		}
+		dst = append(dst, b...)
+	}
+	return dst, nil
+}
+
+// releaseChunks lets go of the block-cache holds of a read's chunks.
+func releaseChunks(chunks []nvme.Chunk) {
+	for _, c := range chunks {
+		c.Ref.Release()
+	}
 }
 
 // postUnlessClosing runs fn on st's loop unless the broker is shutting down
