@@ -31,7 +31,7 @@ func replayLog(l *nvme.Log, name string, fn func(b *kmsg.RecordBatch, offset int
 		}
 		buf, err := joinChunks(res.Chunks, joined[:0])
 		if err != nil {
-			releaseChunks(res.Chunks)
+			nvme.ReleaseChunks(res.Chunks)
 			return fmt.Errorf("cannot read %s: %w", name, err)
 		}
 		if len(res.Chunks) > 1 {
@@ -47,7 +47,7 @@ func replayLog(l *nvme.Log, name string, fn func(b *kmsg.RecordBatch, offset int
 			next = max(next, b.FirstOffset+int64(b.LastOffsetDelta)+1)
 			return nil
 		})
-		releaseChunks(res.Chunks) // after the parse: a single memory chunk was parsed in place
+		nvme.ReleaseChunks(res.Chunks) // after the parse: a single memory chunk was parsed in place
 		if err != nil {
 			return fmt.Errorf("%s from offset %d: %w", name, off, err)
 		}
@@ -74,13 +74,6 @@ func joinChunks(chunks []nvme.Chunk, dst []byte) ([]byte, error) {
 		dst = append(dst, b...)
 	}
 	return dst, nil
-}
-
-// releaseChunks lets go of the block-cache holds of a read's chunks.
-func releaseChunks(chunks []nvme.Chunk) {
-	for _, c := range chunks {
-		c.Ref.Release()
-	}
 }
 
 // postUnlessClosing runs fn on st's loop unless the broker is shutting down

@@ -579,13 +579,13 @@ func (p *sharePass) acquireOne(st *shardState, part *partition, sp *sharePartiti
 		for _, c := range res.Chunks {
 			bs, err := chunkBytes(c)
 			if err != nil {
-				releaseChunks(res.Chunks)
+				nvme.ReleaseChunks(res.Chunks)
 				it.errCode = kerr.KafkaStorageError.Code
 				return
 			}
 			buf = append(buf, bs...)
 		}
-		releaseChunks(res.Chunks) // copied into buf
+		nvme.ReleaseChunks(res.Chunks) // copied into buf
 		e := batchesEnd(buf[start:])
 		if e < 0 {
 			break // the byte budget is spent
