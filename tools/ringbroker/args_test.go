@@ -26,6 +26,8 @@ func TestParseArgs(t *testing.T) {
 		{args: []string{"s.properties", "stray", "--override", "io.engine=uring"}, bad: `"stray"`},
 		{args: []string{"--override", "a=1", "s.properties", "t.properties"}, bad: `"t.properties"`},
 		{args: []string{"s.properties", "--override", "novalue"}, bad: "not key=value"},
+		{args: []string{"s.properties", "--override", "=x"}, bad: "empty key"},
+		{args: []string{"s.properties", "--override", " =x"}, bad: "empty key"},
 	} {
 		fs := flag.NewFlagSet("ringbroker", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)

@@ -26,8 +26,12 @@ type overrides []string
 
 func (o *overrides) String() string { return strings.Join(*o, ",") }
 func (o *overrides) Set(v string) error {
-	if !strings.Contains(v, "=") {
+	k, _, ok := strings.Cut(v, "=")
+	if !ok {
 		return fmt.Errorf("override %q is not key=value", v)
+	}
+	if strings.TrimSpace(k) == "" {
+		return fmt.Errorf("override %q has an empty key", v)
 	}
 	*o = append(*o, v)
 	return nil

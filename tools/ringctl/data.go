@@ -32,6 +32,9 @@ func produce(e *env, args []string) error {
 	if len(pos) < 1 {
 		return usageErr("produce needs a topic")
 	}
+	if *partition < -1 {
+		return usageErr("--partition must be a partition number (0 or more), got %d", *partition)
+	}
 	topic, values := pos[0], pos[1:]
 	if len(values) == 0 {
 		sc := bufio.NewScanner(e.in)
@@ -137,6 +140,12 @@ func consume(e *env, args []string) error {
 	}
 	if len(pos) != 1 {
 		return usageErr("consume takes one topic")
+	}
+	if *n < 0 {
+		return usageErr("-n must be 0 (up to the end offsets) or more, got %d", *n)
+	}
+	if *partition < -1 {
+		return usageErr("--partition must be a partition number (0 or more), got %d", *partition)
 	}
 	topic := pos[0]
 	if err := e.connect(); err != nil {

@@ -60,7 +60,9 @@ func TestKafkaErrMessages(t *testing.T) {
 func TestUsageExitCodes(t *testing.T) {
 	for _, args := range [][]string{{}, {"nope"}, {"topic"}, {"topic", "nope"}, {"topic", "create"}, {"topic", "create", "a", "--partitions", "x"},
 		{"group", "reset-offsets", "g", "--topic", "t"}, {"group", "reset-offsets", "g", "--topic", "t", "--to-earliest", "--to-latest"},
-		{"topic", "add-partitions", "t"}, {"produce"}} {
+		{"topic", "add-partitions", "t"}, {"produce"}, {"produce", "t", "v", "--partition", "-3"},
+		{"consume", "t", "-n", "-1"}, {"consume", "t", "--partition", "-3"},
+		{"group", "reset-offsets", "g", "--topic", "t", "--to-earliest", "--partition", "-2"}} {
 		var o, e bytes.Buffer
 		if code := run(args, strings.NewReader(""), &o, &e); code != exitUsage {
 			t.Errorf("ringctl %v: exit %d, want %d (stderr %q)", args, code, exitUsage, e.String())
