@@ -3,8 +3,6 @@ package appliance
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -59,19 +57,7 @@ func TestReplayBatchAcrossCacheBlocks(t *testing.T) {
 	cl.Close()
 	b.Close()
 
-	cfg2, err := ConfigFromProperties(map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": dir, "shards": "2",
-		"log.io.mode": "direct", "offsets.topic.num.partitions": "1", "metrics.listener": "none", "log.cleaner.enable": "false"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b2, err := New(cfg2, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b2.Start(); err != nil {
-		t.Fatalf("restart: %v", err)
-	}
-	defer b2.Close()
+	b2 := startTestBroker(t, props) // the same data directory; fails the test if Start does
 	cl2, err := kgo.NewClient(kgo.SeedBrokers(b2.Addr().String()))
 	if err != nil {
 		t.Fatal(err)
