@@ -183,16 +183,7 @@ func TestCleanerCompactsTopicAndOffsets(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b2.Close()
-	cl2, err := kgo.NewClient(kgo.SeedBrokers(b2.Addr().String()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl2.Close()
-	offs, err := kadm.NewClient(cl2).FetchOffsets(ctx, "g")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o, ok := offs.Lookup("c", 0); !ok || o.At != 399 {
+	if o, ok := groupOffsets(ctx, t, b2, "g").Lookup("c", 0); !ok || o.At != 399 {
 		t.Fatalf("committed offset after restart %+v %v, want 399", o, ok)
 	}
 }

@@ -58,17 +58,23 @@ func TestReplayBatchAcrossCacheBlocks(t *testing.T) {
 	b.Close()
 
 	b2 := startTestBroker(t, props) // the same data directory; fails the test if Start does
-	cl2, err := kgo.NewClient(kgo.SeedBrokers(b2.Addr().String()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl2.Close()
-	offs, err := kadm.NewClient(cl2).FetchOffsets(ctx, "g")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, ok := offs.Lookup("t", 0)
+	o, ok := groupOffsets(ctx, t, b2, "g").Lookup("t", 0)
 	if !ok || o.At != commits-1 || !strings.HasPrefix(o.Metadata, fmt.Sprintf("%d-", commits-1)) {
 		t.Fatalf("committed offset after restart: at %d ok %v metadata %.10q, want %d", o.At, ok, o.Metadata, commits-1)
 	}
+}
+
+// groupOffsets fetches group's committed offsets from b with a new client.
+func groupOffsets(ctx context.Context, t *testing.T, b *Broker, group string) kadm.OffsetResponses {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr().String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	offs, err := kadm.NewClient(cl).FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return offs
 }
