@@ -16,11 +16,10 @@ import (
 // no records (cleaner.go). A read's chunks together hold whole batches, but
 // one chunk need not: in direct mode they are block-cache memory, and a
 // batch that straddles two cache blocks ends in one chunk and starts in the
-// next, so the chunks of a read are parsed as one buffer. name is used in
+// next, so the chunks of a read are copied into one buffer and parsed there. name is used in
 // errors ("__consumer_offsets-7").
 func replayLog(l *nvme.Log, name string, fn func(b *kmsg.RecordBatch, offset int64, r *kmsg.Record) error) error {
 	off, end := l.LogStartOffset(), l.LogEndOffset()
-	var joined []byte
 	for off < end {
 		res, err := l.Read(off, 8<<20, end, true)
 		if err != nil {
@@ -29,13 +28,11 @@ func replayLog(l *nvme.Log, name string, fn func(b *kmsg.RecordBatch, offset int
 		if len(res.Chunks) == 0 {
 			break
 		}
-		buf, err := joinChunks(res.Chunks, joined[:0])
+		// A fresh buffer per read: fn may keep slices of the records.
+		buf, err := appendChunks(nil, res.Chunks)
+		nvme.ReleaseChunks(res.Chunks) // copied
 		if err != nil {
-			nvme.ReleaseChunks(res.Chunks)
 			return fmt.Errorf("cannot read %s: %w", name, err)
-		}
-		if len(res.Chunks) > 1 {
-			joined = buf
 		}
 		next := max(off, batchesEnd(buf))
 		err = readBatches(buf, func(b *kmsg.RecordBatch, offset int64, r *kmsg.Record) error {
@@ -47,7 +44,6 @@ func replayLog(l *nvme.Log, name string, fn func(b *kmsg.RecordBatch, offset int
 			next = max(next, b.FirstOffset+int64(b.LastOffsetDelta)+1)
 			return nil
 		})
-		nvme.ReleaseChunks(res.Chunks) // after the parse: a single memory chunk was parsed in place
 		if err != nil {
 			return fmt.Errorf("%s from offset %d: %w", name, off, err)
 		}
@@ -59,17 +55,13 @@ func replayLog(l *nvme.Log, name string, fn func(b *kmsg.RecordBatch, offset int
 	return nil
 }
 
-// joinChunks returns the bytes of chunks, in order: one chunk's own bytes
-// when there is one (block-cache memory stays valid while the chunk's hold
-// is kept), else the chunks copied into dst.
-func joinChunks(chunks []nvme.Chunk, dst []byte) ([]byte, error) {
-	if len(chunks) == 1 {
-		return chunkBytes(chunks[0])
-	}
+// appendChunks appends the bytes of chunks to dst, in order (the caller
+// releases the chunks' holds).
+func appendChunks(dst []byte, chunks []nvme.Chunk) ([]byte, error) {
 	for _, c := range chunks {
 		b, err := chunkBytes(c)
 		if err != nil {
-			return nil, err
+			return dst, err
 		}
 		dst = append(dst, b...)
 	}

@@ -576,16 +576,12 @@ func (p *sharePass) acquireOne(st *shardState, part *partition, sp *sharePartiti
 			break
 		}
 		start := len(buf)
-		for _, c := range res.Chunks {
-			bs, err := chunkBytes(c)
-			if err != nil {
-				nvme.ReleaseChunks(res.Chunks)
-				it.errCode = kerr.KafkaStorageError.Code
-				return
-			}
-			buf = append(buf, bs...)
-		}
+		buf, err = appendChunks(buf, res.Chunks)
 		nvme.ReleaseChunks(res.Chunks) // copied into buf
+		if err != nil {
+			it.errCode = kerr.KafkaStorageError.Code
+			return
+		}
 		e := batchesEnd(buf[start:])
 		if e < 0 {
 			break // the byte budget is spent
