@@ -32,8 +32,8 @@ func produce(e *env, args []string) error {
 	if len(pos) < 1 {
 		return usageErr("produce needs a topic")
 	}
-	if *partition < -1 {
-		return usageErr("--partition must be a partition number (0 or more), got %d", *partition)
+	if err := checkPartitionFlag(*partition); err != nil {
+		return err
 	}
 	topic, values := pos[0], pos[1:]
 	if len(values) == 0 {
@@ -144,8 +144,8 @@ func consume(e *env, args []string) error {
 	if *n < 0 {
 		return usageErr("-n must be 0 (up to the end offsets) or more, got %d", *n)
 	}
-	if *partition < -1 {
-		return usageErr("--partition must be a partition number (0 or more), got %d", *partition)
+	if err := checkPartitionFlag(*partition); err != nil {
+		return err
 	}
 	topic := pos[0]
 	if err := e.connect(); err != nil {
@@ -255,6 +255,14 @@ func consume(e *env, args []string) error {
 			return failed("consumed %d of %d records from %s within --timeout %v", count, *n, topic, e.timeout)
 		}
 		return failed("consumed %d records from %s but did not reach the end offsets within --timeout %v", count, topic, e.timeout)
+	}
+	return nil
+}
+
+// checkPartitionFlag refuses a --partition below -1 (its "none given").
+func checkPartitionFlag(p int) error {
+	if p < -1 {
+		return usageErr("--partition must be a partition number (0 or more), got %d", p)
 	}
 	return nil
 }

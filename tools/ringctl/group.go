@@ -212,8 +212,8 @@ func groupResetOffsets(e *env, args []string) error {
 	if len(pos) != 1 {
 		return usageErr("group reset-offsets takes one group, got %d", len(pos))
 	}
-	if *partition < -1 {
-		return usageErr("--partition must be a partition number (0 or more), got %d", *partition)
+	if err := checkPartitionFlag(*partition); err != nil {
+		return err
 	}
 	if *topic == "" {
 		return usageErr("group reset-offsets needs --topic")
