@@ -63,7 +63,7 @@ func adminAddTopic(t *testing.T, b *Broker, name string, partitions int32, epoch
 	recs := []MetadataRecord{{Topic: &TopicRecord{Name: name, ID: id}}}
 	for p := int32(0); p < partitions; p++ {
 		recs = append(recs, MetadataRecord{Partition: &PartitionRecord{TopicID: id, Partition: p, Replicas: []int32{1}, ISR: []int32{1},
-			Leader: 1, LeaderEpoch: epoch, Shard: int(p) % len(b.shards)}})
+			Leader: 1, LeaderEpoch: epoch}})
 	}
 	for k, v := range configs {
 		v := v
@@ -73,9 +73,8 @@ func adminAddTopic(t *testing.T, b *Broker, name string, partitions int32, epoch
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.image.Store(next)
 	ti := next.Topics[name]
-	if err := b.openTopicPartitions(ti, 0); err != nil {
+	if err := b.publish(im, next); err != nil {
 		t.Fatal(err)
 	}
 	return ti

@@ -35,6 +35,9 @@ type Broker struct {
 	engine    ioring.Engine
 
 	image atomic.Pointer[Image]
+	// lm opens, reconfigures and drops partitions from metadata deltas,
+	// and knows where each is placed (log_manager.go).
+	lm *logManager
 
 	ctrlMu sync.Mutex // serialises metadata changes (the controller)
 	meta   *metadataLog
@@ -113,6 +116,7 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 	}
 	b := &Broker{cfg: cfg, log: logger, conns: map[*conn]struct{}{}, closing: make(chan struct{}), serveErr: make(chan error, 1)}
 	b.tailReads = cfg.LogIOTailReads
+	b.lm = newLogManager(b)
 	b.metrics = newBrokerMetrics(b)
 	q, err := newQuotaManager(cfg.Props, b.metrics.set)
 	if err != nil {
@@ -163,7 +167,6 @@ func (b *Broker) Start() (err error) {
 		return err
 	}
 	b.meta = meta
-	b.image.Store(im)
 
 	plan, err := b.planEngine() // engine.go
 	if err != nil {
@@ -185,33 +188,14 @@ func (b *Broker) Start() (err error) {
 	}
 	b.prefaultCaches()
 
-	lso := b.readLogStartOffsets()
-	var openErrs []error // the first few, with a count: a join of thousands is slow to print
-	openFailed := 0
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, name := range im.SortedTopicNames() {
-		t := im.Topics[name]
-		for _, p := range t.Partitions {
-			st := b.shardFor(p)
-			wg.Add(1)
-			st.loop.Post(func() {
-				defer wg.Done()
-				if err := b.openPartition(st, t, p.Partition, lso[tpName{t.Name, p.Partition}]); err != nil {
-					mu.Lock()
-					openFailed++
-					if len(openErrs) < 5 {
-						openErrs = append(openErrs, err)
-					}
-					mu.Unlock()
-				}
-			})
-		}
-	}
-	wg.Wait()
-	if openFailed > 0 {
+	// Every partition is opened by the log manager from the delta between
+	// an empty image and the replayed one, as later changes are.
+	b.lm.startOffsets = b.readLogStartOffsets()
+	err = b.publish(emptyImage(), im)
+	b.lm.startOffsets = nil
+	if err != nil {
 		b.abortStart()
-		return fmt.Errorf("cannot open %d partitions, first ones: %w", openFailed, errors.Join(openErrs...))
+		return err
 	}
 	b.removeOrphanPartitionDirs(im)
 	if err := b.startGroupCoordinator(); err != nil {
@@ -361,9 +345,9 @@ func (b *Broker) stopShards() {
 // currentImage is the metadata image in force.
 func (b *Broker) currentImage() *Image { return b.image.Load() }
 
-// shardFor maps a partition to its owner shard.
-func (b *Broker) shardFor(p PartitionImage) *shardState {
-	return b.shards[p.Shard%len(b.shards)]
+// shardFor maps partition p of topic t to its owner shard.
+func (b *Broker) shardFor(t *TopicImage, p int32) *shardState {
+	return b.lm.shardOf(t.ID, p)
 }
 
 // partitionDir is <log.dirs>/<topic>-<partition>.
@@ -374,13 +358,13 @@ func (b *Broker) partitionDir(topic string, p int32) string {
 // withPartition runs fn on the owner shard of topic/partition with the
 // partition (nil if it is not open there). It does not wait.
 func (b *Broker) withPartition(t *TopicImage, p int32, fn func(*partition)) {
-	pi := t.Partitions[p]
-	st := b.shardFor(pi)
+	st := b.shardFor(t, p)
 	st.loop.Post(func() { fn(st.parts[tpKey{t.ID, p}]) })
 }
 
-// openPartition runs on st's loop.
-func (b *Broker) openPartition(st *shardState, t *TopicImage, p int32, logStart int64) error {
+// openPartition runs on st's loop; the partition publishes its offsets to
+// view (the log manager's, for the partition's placement).
+func (b *Broker) openPartition(st *shardState, t *TopicImage, p int32, logStart int64, view *partView) error {
 	key := tpKey{t.ID, p}
 	if _, ok := st.parts[key]; ok {
 		return nil
@@ -411,7 +395,7 @@ func (b *Broker) openPartition(st *shardState, t *TopicImage, p int32, logStart 
 		}
 	}
 	part := newPartition(b, st, t.Name, t.ID, p, pi.LeaderEpoch, l, cfg)
-	part.useView(pi.view)
+	part.useView(view)
 	st.parts[key] = part
 	return nil
 }

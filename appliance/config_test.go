@@ -111,7 +111,7 @@ func TestImageApply(t *testing.T) {
 	v := "compact"
 	next, err := im.Apply(2, []MetadataRecord{
 		{Topic: &TopicRecord{Name: "t", ID: id}},
-		{Partition: &PartitionRecord{TopicID: id, Partition: 0, Leader: 1, Shard: 1}},
+		{Partition: &PartitionRecord{TopicID: id, Partition: 0, Leader: 1}},
 		{Partition: &PartitionRecord{TopicID: id, Partition: 1, Leader: 1}},
 		{Config: &ConfigRecord{ResourceType: 2, Name: "t", Key: "cleanup.policy", Value: &v}},
 	})

@@ -3,18 +3,16 @@ package appliance
 import (
 	"fmt"
 	"os"
-	"path/filepath"
-	"sync"
 
-	"github.com/ringbroker/ringbroker/numa"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"golang.org/x/sys/unix"
 )
 
-// This file is the controller: the one place that changes metadata. Each
-// change is checked against the current image, committed to the metadata
-// log as one batch, applied to a new image, and then carried out on the
-// owner shards (open, close and delete partitions). ctrlMu serialises it.
+// This file is the controller: the one place that proposes metadata
+// changes. Each request is checked against the current image and turned
+// into records, committed to the metadata log as one batch and applied to
+// a new image, which is published (publish.go): the listeners, not this
+// code, open, reconfigure and drop partitions. ctrlMu serialises it.
 
 // validTopicName applies Kafka's rules: 1-249 characters of [a-zA-Z0-9._-],
 // not "." or "..".
@@ -85,12 +83,9 @@ func (b *Broker) createTopic(spec TopicSpec, validateOnly bool) (*TopicImage, er
 	}
 	id := newTopicID()
 	recs := []MetadataRecord{{Topic: &TopicRecord{Name: spec.Name, ID: id}}}
-	load := b.shardLoad(im)
 	for p := int32(0); p < spec.Partitions; p++ {
-		shard := leastLoaded(load)
-		load[shard]++
 		recs = append(recs, MetadataRecord{Partition: &PartitionRecord{TopicID: id, Partition: p, Replicas: []int32{b.cfg.NodeID},
-			ISR: []int32{b.cfg.NodeID}, Leader: b.cfg.NodeID, LeaderEpoch: 0, Shard: shard}})
+			ISR: []int32{b.cfg.NodeID}, Leader: b.cfg.NodeID, LeaderEpoch: 0}})
 	}
 	for k, v := range spec.Configs {
 		v := v
@@ -113,15 +108,14 @@ func (b *Broker) createTopic(spec TopicSpec, validateOnly bool) (*TopicImage, er
 		b.removePartitionDirs(spec.Name, 0, spec.Partitions)
 		return nil, commitErr(err)
 	}
-	b.image.Store(next)
 	t := next.Topics[spec.Name]
-	if err := b.openTopicPartitions(t, 0); err != nil {
+	if err := b.publish(im, next); err != nil {
 		// Roll the topic back so the metadata never names partitions that
-		// are not served.
+		// are not served: the removal, published, drops what did open.
 		b.log.Error("cannot open partitions of new topic, removing it", "topic", spec.Name, "err", err)
 		undo := []MetadataRecord{{RemoveTopic: &RemoveTopicRecord{ID: t.ID}}}
 		if back, cerr := b.meta.commit(next, undo); cerr == nil {
-			b.image.Store(back)
+			_ = b.publish(next, back)
 		} else {
 			// The metadata in force goes back to before the topic. The
 			// metadata log still holds its creation: the removal is
@@ -130,9 +124,8 @@ func (b *Broker) createTopic(spec TopicSpec, validateOnly bool) (*TopicImage, er
 			// have, its commit done).
 			b.log.Error("cannot remove the half-created topic from the metadata log; it is not served, and its removal is written when the metadata log takes writes again", "topic", spec.Name, "err", cerr)
 			b.meta.deferUndo(next.Offset, undo)
-			b.image.Store(im)
+			_ = b.publish(next, im)
 		}
-		b.dropPartitions(t)
 		return nil, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
 	}
 	b.log.Info("created topic", "topic", spec.Name, "id", id.String(), "partitions", spec.Partitions)
@@ -179,50 +172,6 @@ func collidingTopic(im *Image, name string) string {
 	return ""
 }
 
-// shardLoad counts partitions per shard in im.
-func (b *Broker) shardLoad(im *Image) []int {
-	load := make([]int, len(b.shards))
-	for _, t := range im.Topics {
-		for _, p := range t.Partitions {
-			load[p.Shard%len(b.shards)]++
-		}
-	}
-	return load
-}
-
-// leastLoaded places a new partition on a shard: numa.PartitionShard
-// (balanced by count). The answer is stored in its PartitionRecord, so it
-// is stable across restarts.
-func leastLoaded(load []int) int { return numa.PartitionShard(load) }
-
-// openTopicPartitions opens partitions from index from on their shards and waits.
-func (b *Broker) openTopicPartitions(t *TopicImage, from int32) error {
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var first error
-	for _, p := range t.Partitions[from:] {
-		st := b.shardFor(p)
-		wg.Add(1)
-		st.loop.Post(func() {
-			defer wg.Done()
-			if err := b.openPartition(st, t, p.Partition, 0); err != nil {
-				// Offline in the metadata until a restart opens it
-				// (createPartitions; createTopic removes the topic).
-				if p.view != nil {
-					p.view.offline.Store(true)
-				}
-				mu.Lock()
-				if first == nil {
-					first = err
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return first
-}
-
 // deleteTopic removes a topic from the metadata and deletes its partitions'
 // directories (renamed "<topic>-<p>.<id>-delete" first, as Kafka does).
 func (b *Broker) deleteTopic(name string, id TopicID) (*TopicImage, error) {
@@ -251,13 +200,7 @@ func (b *Broker) deleteTopic(name string, id TopicID) (*TopicImage, error) {
 	if err != nil {
 		return nil, commitErr(err)
 	}
-	b.image.Store(next)
-	b.dropPartitions(t)
-	if gc := b.groups; gc != nil {
-		for _, op := range gc.parts {
-			gc.post(op.st, func() { op.mgr.dropTopicOffsets(t.Name) })
-		}
-	}
+	_ = b.publish(im, next) // drops the partitions and the topic's committed offsets
 	b.log.Info("deleted topic", "topic", t.Name, "id", t.ID.String())
 	return t, nil
 }
@@ -287,13 +230,10 @@ func (b *Broker) createPartitions(name string, count int32, validateOnly bool) e
 	if validateOnly {
 		return nil
 	}
-	load := b.shardLoad(im)
 	var recs []MetadataRecord
 	for p := have; p < count; p++ {
-		shard := leastLoaded(load)
-		load[shard]++
 		recs = append(recs, MetadataRecord{Partition: &PartitionRecord{TopicID: t.ID, Partition: p, Replicas: []int32{b.cfg.NodeID},
-			ISR: []int32{b.cfg.NodeID}, Leader: b.cfg.NodeID, Shard: shard}})
+			ISR: []int32{b.cfg.NodeID}, Leader: b.cfg.NodeID}})
 	}
 	// The directories first, as createTopic does: on a full disk the
 	// change fails here, before the metadata names the partitions.
@@ -305,8 +245,7 @@ func (b *Broker) createPartitions(name string, count int32, validateOnly bool) e
 		b.removePartitionDirs(name, have, count)
 		return commitErr(err)
 	}
-	b.image.Store(next)
-	if err := b.openTopicPartitions(next.Topics[name], have); err != nil {
+	if err := b.publish(im, next); err != nil {
 		// Partitions cannot be taken back out of the metadata: those that
 		// did not open are offline (Metadata: LEADER_NOT_AVAILABLE, leader
 		// -1) until a restart opens them, like a partition after an I/O
@@ -374,58 +313,8 @@ func (b *Broker) alterTopicConfigsWith(name string, compute func(*TopicImage) ([
 	if err != nil {
 		return commitErr(err)
 	}
-	b.image.Store(next)
-	nt := next.Topics[name]
-	cfg := b.topicConfig(nt)
-	for _, p := range nt.Partitions {
-		b.withPartition(nt, p.Partition, func(part *partition) {
-			if part != nil {
-				part.cfg = cfg
-				part.log.SetOptions(cfg.logOptions(b.log, part.log.LogStartOffset()))
-			}
-		})
-	}
+	_ = b.publish(im, next) // the log manager gives the open partitions the new configs
 	return nil
-}
-
-// dropPartitions closes a removed topic's partitions on their shards and
-// deletes their directories (renamed "<topic>-<p>.<id>-delete" first, as
-// Kafka does, so a crash mid-way leaves nothing that looks live).
-func (b *Broker) dropPartitions(t *TopicImage) {
-	var wg sync.WaitGroup
-	for _, p := range t.Partitions {
-		st := b.shardFor(p)
-		wg.Add(1)
-		st.loop.Post(func() {
-			defer wg.Done()
-			key := tpKey{t.ID, p.Partition}
-			part := st.parts[key]
-			delete(st.parts, key)
-			if part != nil {
-				_ = part.close()
-			}
-			dir := b.partitionDir(t.Name, p.Partition)
-			gone := filepath.Join(b.cfg.LogDir, deletedPartitionDirName(t.Name, p.Partition, t.ID))
-			err := os.Rename(dir, gone)
-			switch {
-			case err == nil:
-				go func() {
-					if err := os.RemoveAll(gone); err != nil {
-						b.log.Warn("cannot remove deleted partition", "dir", gone, "err", err)
-					}
-				}()
-			case os.IsNotExist(err):
-			default:
-				// The live name must not survive: a topic created again
-				// under it would open the deleted records.
-				b.log.Warn("cannot rename deleted partition; removing it in place", "dir", dir, "err", err)
-				if err := os.RemoveAll(dir); err != nil {
-					b.log.Error("cannot remove deleted partition", "dir", dir, "err", err)
-				}
-			}
-		})
-	}
-	wg.Wait()
 }
 
 // fdsPerPartition is what a new partition holds: the active segment's

@@ -161,7 +161,7 @@ func (fs *fetchState) groupByShard() {
 	sorted := true
 	for i := range fs.ins {
 		in := &fs.ins[i]
-		r := int32((fs.b.shardFor(in.topic.Partitions[in.partition]).id - own - 1 + 2*n) % n)
+		r := int32((fs.b.shardFor(in.topic, in.partition).id - own - 1 + 2*n) % n)
 		if i > 0 && fs.ranks[i-1] > r {
 			sorted = false
 		}
@@ -192,7 +192,7 @@ func (fs *fetchState) groupByShard() {
 
 func (fs *fetchState) shardOf(i int) *shardState {
 	in := &fs.ins[i]
-	return fs.b.shardFor(in.topic.Partitions[in.partition])
+	return fs.b.shardFor(in.topic, in.partition)
 }
 
 // runEnd is the end of the run of partitions on one shard that starts at i.
@@ -281,7 +281,7 @@ func (fs *fetchState) peekRun(i, j int) bool {
 	tail := fs.b.tailReads && fs.req.IsolationLevel == 0
 	budget, first := fs.maxBytes, true
 	for k, in := range fs.ins[i:j] {
-		v := in.topic.Partitions[in.partition].view
+		v := fs.b.lm.viewOf(in.topic.ID, in.partition)
 		if v == nil {
 			return fs.unpeek(i, i+k)
 		}

@@ -532,16 +532,22 @@ func TestGroupByShardOrder(t *testing.T) {
 	for i := 0; i < n; i++ {
 		b.shards = append(b.shards, &shardState{id: i})
 	}
-	top := &TopicImage{Name: "a"}
+	top := &TopicImage{Name: "a", ID: newTopicID()}
+	placed := &placedTopic{}
 	for p := 0; p < 40; p++ {
-		top.Partitions = append(top.Partitions, PartitionImage{Partition: int32(p), Shard: (p*7 + p/3) % n})
+		top.Partitions = append(top.Partitions, PartitionImage{Partition: int32(p)})
+		placed.shards = append(placed.shards, int32((p*7+p/3)%n))
+		placed.views = append(placed.views, &partView{})
 	}
+	b.lm = newLogManager(b)
+	b.lm.table.Store(&placement{topics: map[TopicID]*placedTopic{top.ID: placed}})
+	shardOf := func(p int32) int { return int(placed.shards[p]) }
 	for own := 0; own < n; own++ {
 		fs := &fetchState{b: b, r: &request{c: &conn{shard: own}}}
 		for p := range top.Partitions {
 			fs.ins = append(fs.ins, fetchPartIn{topic: top, partition: int32(p), pi: p})
 		}
-		rank := func(in fetchPartIn) int { return (top.Partitions[in.partition].Shard - own - 1 + 2*n) % n }
+		rank := func(in fetchPartIn) int { return (shardOf(in.partition) - own - 1 + 2*n) % n }
 		orig := slices.Clone(fs.ins)
 		want := slices.Clone(fs.ins)
 		slices.SortStableFunc(want, func(x, y fetchPartIn) int { return rank(x) - rank(y) })
@@ -554,11 +560,11 @@ func TestGroupByShardOrder(t *testing.T) {
 			for i := range want {
 				if fs.ins[i].partition != want[i].partition {
 					t.Fatalf("own shard %d, round %d: position %d holds partition %d (shard %d), want %d (shard %d)", own, round, i,
-						fs.ins[i].partition, top.Partitions[fs.ins[i].partition].Shard, want[i].partition, top.Partitions[want[i].partition].Shard)
+						fs.ins[i].partition, shardOf(fs.ins[i].partition), want[i].partition, shardOf(want[i].partition))
 				}
 			}
-			if last := fs.ins[len(fs.ins)-1]; top.Partitions[last.partition].Shard != own {
-				t.Fatalf("own shard %d: the last partition is on shard %d", own, top.Partitions[last.partition].Shard)
+			if last := fs.ins[len(fs.ins)-1]; shardOf(last.partition) != own {
+				t.Fatalf("own shard %d: the last partition is on shard %d", own, shardOf(last.partition))
 			}
 		}
 	}

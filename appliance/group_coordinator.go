@@ -184,7 +184,7 @@ func (b *Broker) startGroupCoordinator() error {
 	gc := &groupCoordinator{b: b, cfg: cfg, topic: t}
 	gc.share = newShareStore(b)
 	for _, p := range t.Partitions {
-		op := &offsetsPartition{gc: gc, st: b.shardFor(p), key: tpKey{t.ID, p.Partition}, index: p.Partition}
+		op := &offsetsPartition{gc: gc, st: b.shardFor(t, p.Partition), key: tpKey{t.ID, p.Partition}, index: p.Partition}
 		op.mgr = newGroupManager(op, cfg)
 		op.share = newShareManager(op, op.mgr)
 		op.share.released = func(group, member string) { go gc.share.releaseMember(group, member, nil) }
@@ -331,3 +331,15 @@ func (op *offsetsPartition) warn(msg string, args ...any) { op.gc.b.log.Warn(msg
 
 // groupsReady answers the handlers' common first check.
 func (b *Broker) groupsReady() bool { return b.groups != nil }
+
+// onTopicsRemoved is the group coordinator's part of a published metadata
+// delta (publish.go): every group's committed offsets of the removed topics
+// are deleted, on the shards that own the groups.
+func (gc *groupCoordinator) onTopicsRemoved(removed []*TopicImage) {
+	for _, t := range removed {
+		name := t.Name
+		for _, op := range gc.parts {
+			gc.post(op.st, func() { op.mgr.dropTopicOffsets(name) })
+		}
+	}
+}

@@ -67,9 +67,9 @@ type PartitionRecord struct {
 	ISR         []int32 `json:"isr"`
 	Leader      int32   `json:"leader"`
 	LeaderEpoch int32   `json:"leaderEpoch"`
-	// Shard is the partition's owner shard on its leader, chosen by placement
-	// and kept stable across restarts.
-	Shard int `json:"shard"`
+	// Logs written before the publisher also hold "shard", the owner shard
+	// the proposing node chose. It is ignored: placement is each node's own
+	// choice when it opens the partition (log_manager.go), not metadata.
 }
 
 // ConfigRecord sets (Value != nil) or removes (Value == nil) one config of a
@@ -87,16 +87,14 @@ type RemoveTopicRecord struct {
 	ID TopicID `json:"id"`
 }
 
-// PartitionImage is one partition in the metadata image.
+// PartitionImage is one partition in the metadata image: values only (where
+// this node placed it, and its runtime state, are the log manager's).
 type PartitionImage struct {
 	Partition   int32
 	Replicas    []int32
 	ISR         []int32
 	Leader      int32
 	LeaderEpoch int32
-	Shard       int
-
-	view *partView // the partition's offsets for any goroutine, kept across images (partition_view.go)
 }
 
 // TopicImage is one topic in the metadata image. It is immutable.
@@ -199,13 +197,11 @@ func (im *Image) Apply(offset int64, recs []MetadataRecord) (*Image, error) {
 				return nil, err
 			}
 			p := PartitionImage{Partition: r.Partition.Partition, Replicas: r.Partition.Replicas, ISR: r.Partition.ISR,
-				Leader: r.Partition.Leader, LeaderEpoch: r.Partition.LeaderEpoch, Shard: r.Partition.Shard}
+				Leader: r.Partition.Leader, LeaderEpoch: r.Partition.LeaderEpoch}
 			switch idx := int(p.Partition); {
 			case idx < len(t.Partitions):
-				p.view = t.Partitions[idx].view
 				t.Partitions[idx] = p
 			case idx == len(t.Partitions):
-				p.view = &partView{}
 				t.Partitions = append(t.Partitions, p)
 			default:
 				return nil, fmt.Errorf("cannot apply PartitionRecord: topic %q partition %d after %d partitions", t.Name, idx, len(t.Partitions))

@@ -135,12 +135,30 @@ func (m *metadataLog) fail(err error) error {
 // replay applies every record in the log to an empty image.
 func (m *metadataLog) replay() (*Image, error) {
 	im := emptyImage()
+	err := m.batches(func(last int64, recs []MetadataRecord) error {
+		// A batch is one atomic change: apply it whole.
+		next, err := im.Apply(last, recs)
+		if err != nil {
+			return err
+		}
+		im = next
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return im, nil
+}
+
+// batches calls fn with each committed batch of the log, in order, with
+// the offset of its last record.
+func (m *metadataLog) batches(fn func(last int64, recs []MetadataRecord) error) error {
 	off := m.log.LogStartOffset()
 	end := m.log.LogEndOffset()
 	for off < end {
 		res, err := m.log.Read(off, 8<<20, end, true)
 		if err != nil {
-			return nil, fmt.Errorf("cannot read metadata log at offset %d: %w", off, err)
+			return fmt.Errorf("cannot read metadata log at offset %d: %w", off, err)
 		}
 		if len(res.Chunks) == 0 {
 			break
@@ -148,11 +166,19 @@ func (m *metadataLog) replay() (*Image, error) {
 		for _, c := range res.Chunks {
 			buf := make([]byte, c.Len)
 			if _, err := unix.Pread(int(c.File.Fd()), buf, c.Pos); err != nil {
-				return nil, fmt.Errorf("cannot read metadata log: %w", err)
+				return fmt.Errorf("cannot read metadata log: %w", err)
 			}
+			// A chunk holds whole batches; each batch is one change.
 			var recs []MetadataRecord
-			last := int64(-1)
+			last, base := int64(-1), int64(-1)
 			err := readBatches(buf, func(b *kmsg.RecordBatch, offset int64, r *kmsg.Record) error {
+				if b.FirstOffset != base && len(recs) > 0 {
+					if err := fn(last, recs); err != nil {
+						return err
+					}
+					recs = nil
+				}
+				base = b.FirstOffset
 				var mr MetadataRecord
 				if err := json.Unmarshal(r.Value, &mr); err != nil {
 					return fmt.Errorf("cannot decode metadata record at offset %d: %w", offset, err)
@@ -162,20 +188,18 @@ func (m *metadataLog) replay() (*Image, error) {
 				return nil
 			})
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if last < 0 {
 				continue
 			}
-			// A batch is one atomic change: apply it whole.
-			im, err = im.Apply(last, recs)
-			if err != nil {
-				return nil, err
+			if err := fn(last, recs); err != nil {
+				return err
 			}
 			off = last + 1
 		}
 	}
-	return im, nil
+	return nil
 }
 
 // commit durably appends recs as one batch and returns the image with them applied.

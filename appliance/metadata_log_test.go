@@ -40,7 +40,7 @@ func TestMetadataLogRepair(t *testing.T) {
 	if im, err = m.commit(im, topicRecs("kept", kept, 2)); err != nil {
 		t.Fatal(err)
 	}
-	view := im.Topics["kept"].Partitions[0].view
+	keptImage := im.Topics["kept"]
 
 	// A failed write (as a full disk's): offline, storage-marked errors.
 	ferr := m.fail(syscall.ENOSPC)
@@ -55,8 +55,8 @@ func TestMetadataLogRepair(t *testing.T) {
 	if err != nil {
 		t.Fatalf("commit after the failure: %v", err)
 	}
-	if m.offline.Load() || next.Topics["kept"].Partitions[0].view != view {
-		t.Fatalf("after the repair: offline %v, kept's view replaced %v", m.offline.Load(), next.Topics["kept"].Partitions[0].view != view)
+	if m.offline.Load() || next.Topics["kept"] != keptImage {
+		t.Fatalf("after the repair: offline %v, kept's image replaced %v", m.offline.Load(), next.Topics["kept"] != keptImage)
 	}
 	im = next
 
@@ -73,8 +73,8 @@ func TestMetadataLogRepair(t *testing.T) {
 	if err != nil {
 		t.Fatalf("commit after the deferred undo: %v", err)
 	}
-	if _, ok := next.Topics["half"]; ok || next.Topics["third"] == nil || next.Topics["kept"].Partitions[0].view != view {
-		t.Fatalf("after the undo: topics %v, kept's view kept %v", next.SortedTopicNames(), next.Topics["kept"].Partitions[0].view == view)
+	if _, ok := next.Topics["half"]; ok || next.Topics["third"] == nil || next.Topics["kept"].ID != kept {
+		t.Fatalf("after the undo: topics %v, kept's id kept %v", next.SortedTopicNames(), next.Topics["kept"].ID == kept)
 	}
 	if next.Offset != m.log.LogEndOffset()-1 {
 		t.Fatalf("image at offset %d, log ends at %d", next.Offset, m.log.LogEndOffset())

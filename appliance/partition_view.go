@@ -30,11 +30,12 @@ import (
 // the parked polls (publish, then takePolls), so a poll that saw the old
 // offsets is always woken by the append that changed them.
 //
-// The view of a partition lives in its PartitionImage and is carried from
-// one image to the next (Image.apply), so a fetch finds it in the image it
-// resolved its topics with. A view no open partition publishes to (not
-// open yet, offline, closed, or an image built without one) reads as not
-// open and the pass reads on the owner shard, which gives the error.
+// The view of a partition lives in the log manager's placement table
+// (log_manager.go), made when the partition is placed, before the image
+// that names it is published, and kept until its topic is removed; the
+// image holds values only. A view no open partition publishes to (not
+// open yet, offline, closed) reads as not open and the pass reads on the
+// owner shard, which gives the error.
 //
 // In direct mode the log also publishes its last batches there (tail,
 // nvme/tail.go; log.io.tail.reads): a partition with records past the

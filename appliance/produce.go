@@ -92,7 +92,7 @@ func handleProduce(b *Broker, r *request) any {
 			default:
 				// The append is posted to the owner shard below, once
 				// every wait is counted (produce_wait.go).
-				w := ps.addWait(ti, pi, b.shardFor(topic.Partitions[p.Partition]), tpKey{topic.ID, p.Partition}, p.Records)
+				w := ps.addWait(ti, pi, b.shardFor(topic, p.Partition), tpKey{topic.ID, p.Partition}, p.Records)
 				if txn {
 					txnItems = append(txnItems, txnProduceItem{tp: txnTP{t.Topic, p.Partition}, records: p.Records, w: w})
 				}

@@ -197,7 +197,7 @@ func TestUringDirectCloseAnswersPendingAppends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := b.shardFor(ti.Partitions[0])
+	st := b.shardFor(ti, 0)
 	got := make(chan produceResult, 2)
 	st.loop.Call(func() {
 		part := st.parts[tpKey{ti.ID, 0}]

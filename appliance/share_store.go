@@ -255,7 +255,7 @@ func (s *shareStore) flushLoop() {
 // DescribeShareGroupOffsets: its live SPSO (ok false when it is not loaded)
 // and the partition's high watermark (-1 when the partition is not here).
 func (s *shareStore) liveStart(group string, t *TopicImage, p int32) (spso, lag, hw int64, ok bool) {
-	st := s.b.shardFor(t.Partitions[p])
+	st := s.b.shardFor(t, p)
 	parts := s.parts[st.id]
 	type answer struct {
 		spso, lag, hw int64
@@ -465,9 +465,9 @@ type sharePass struct {
 func (p *sharePass) run(items []*shareItem, acks bool) bool {
 	b := p.s.b
 	for i := 0; i < len(items); {
-		st := b.shardFor(items[i].topic.Partitions[items[i].tp.p])
+		st := b.shardFor(items[i].topic, items[i].tp.p)
 		j := i + 1
-		for j < len(items) && b.shardFor(items[j].topic.Partitions[items[j].tp.p]) == st {
+		for j < len(items) && b.shardFor(items[j].topic, items[j].tp.p) == st {
 			j++
 		}
 		run := items[i:j]
@@ -704,7 +704,7 @@ func (s *shareStore) initParts(group string, items []*shareItem, settings shareG
 			continue
 		}
 		ans := v.(shareStartAnswer)
-		st := s.b.shardFor(it.topic.Partitions[it.tp.p])
+		st := s.b.shardFor(it.topic, it.tp.p)
 		parts := s.parts[st.id]
 		done := make(chan shareStart, 1)
 		st.loop.Post(func() {

@@ -103,7 +103,7 @@ func (b *Broker) startTxnCoordinator() error {
 	}
 	tc := &txnCoordinator{b: b, cfg: cfg, topic: t}
 	for _, p := range t.Partitions {
-		tp := &txnPartition{tc: tc, st: b.shardFor(p), key: tpKey{t.ID, p.Partition}, index: p.Partition}
+		tp := &txnPartition{tc: tc, st: b.shardFor(t, p.Partition), key: tpKey{t.ID, p.Partition}, index: p.Partition}
 		tp.mgr = newTxnManager(tp, cfg, p.LeaderEpoch)
 		tc.parts = append(tc.parts, tp)
 	}
