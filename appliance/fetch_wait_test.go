@@ -2,6 +2,7 @@ package appliance
 
 import (
 	"encoding/binary"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"golang.org/x/sys/unix"
 	"io"
 	"net"
@@ -537,7 +538,7 @@ func TestGroupByShardOrder(t *testing.T) {
 		top.Partitions = append(top.Partitions, PartitionImage{Partition: int32(p), Shard: (p*7 + p/3) % n})
 	}
 	for own := 0; own < n; own++ {
-		fs := &fetchState{b: b, r: &request{c: &conn{shard: own}}}
+		fs := &fetchState{b: b, r: &wire.Request{Conn: &conn{shard: own}}}
 		for p := range top.Partitions {
 			fs.ins = append(fs.ins, fetchPartIn{topic: top, partition: int32(p), pi: p})
 		}
