@@ -2,6 +2,7 @@ package appliance
 
 import (
 	"encoding/json"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"io"
 	"log/slog"
 	"strings"
@@ -210,7 +211,7 @@ func TestValidateACLBinding(t *testing.T) {
 	for name, mut := range bad {
 		b := ok
 		mut(&b)
-		if err := validateACLBinding(b); err == nil || errCode(err) != kerr.InvalidRequest.Code {
+		if err := validateACLBinding(b); err == nil || wire.ErrCode(err) != kerr.InvalidRequest.Code {
 			t.Errorf("%s: %v, want INVALID_REQUEST", name, err)
 		}
 	}
@@ -307,7 +308,7 @@ func TestAuthorizerConfig(t *testing.T) {
 
 func TestPeerHost(t *testing.T) {
 	for remote, want := range map[string]string{"127.0.0.1:5555": "127.0.0.1", "[::1]:9092": "::1", "10.1.2.3": "10.1.2.3"} {
-		if got := (&conn{remote: remote}).peerHost(); got != want {
+		if got := (&conn{remote: remote}).PeerHost(); got != want {
 			t.Errorf("peerHost(%q) = %q, want %q", remote, got, want)
 		}
 	}

@@ -9,16 +9,15 @@ package appliance
 // AddPartitionsToTxn; PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2.
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 25, min: 0, max: 4, handle: handleAddOffsetsToTxn})
-}
+var addOffsetsToTxnAPI = apiDef{key: 25, min: 0, max: 4, handle: handleAddOffsetsToTxn}
 
-func handleAddOffsetsToTxn(b *Broker, r *request) any {
-	req := r.req.(*kmsg.AddOffsetsToTxnRequest)
+func handleAddOffsetsToTxn(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.AddOffsetsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
 	if req.Group == "" {
 		resp.ErrorCode = kerr.InvalidGroupID.Code
@@ -38,12 +37,12 @@ func handleAddOffsetsToTxn(b *Broker, r *request) any {
 	}
 	tp := txnTP{offsetsTopic, groupPartition(req.Group, int32(len(b.groups.parts)))}
 	ch := b.addTxnPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txnTP{tp}, false)
-	if ch == nil {
+	if !ch.Posted() {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp
 	}
-	return deferred(func() any {
-		resp.ErrorCode = fencedCode(waitTxnErrs(b, ch, 1)[0], r.version >= 2)
+	return wire.Deferred(func() any {
+		resp.ErrorCode = fencedCode(waitTxnErrs(ch, 1)[0], r.Version >= 2)
 		return resp
 	})
 }

@@ -14,13 +14,12 @@ package appliance
 // partition is not in the open transaction).
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 24, min: 0, max: 5, handle: handleAddPartitionsToTxn})
-}
+var addPartitionsToTxnAPI = apiDef{key: 24, min: 0, max: 5, handle: handleAddPartitionsToTxn}
 
 // txnPartsIn resolves requested partitions against the image; bad reports
 // whether any is unknown.
@@ -36,8 +35,8 @@ func txnPartsIn(im *Image, topic string, parts []int32) (ok []txnTP, bad []bool)
 
 // addTxnPartitions asks id's coordinator to add (or, with verify, check)
 // parts; the answer is one *kerr.Error per part.
-func (b *Broker) addTxnPartitions(id string, pid int64, epoch int16, parts []txnTP, verify bool) <-chan any {
-	return b.txnAsk(id, func(m *txnManager, reply func(any)) {
+func (b *Broker) addTxnPartitions(id string, pid int64, epoch int16, parts []txnTP, verify bool) wire.Reply[[]*kerr.Error] {
+	return askTxn(b, id, func(m *txnManager, reply func([]*kerr.Error)) {
 		if verify {
 			out := make([]*kerr.Error, len(parts))
 			for i, p := range parts {
@@ -56,8 +55,11 @@ func (b *Broker) addTxnPartitions(id string, pid int64, epoch int16, parts []txn
 	})
 }
 
-func waitTxnErrs(b *Broker, ch <-chan any, n int) []*kerr.Error {
-	v, ok := b.txnWait(ch)
+// waitTxnErrs waits for addTxnPartitions' answer: n times
+// COORDINATOR_NOT_AVAILABLE when the coordinator was not asked or the broker
+// closes first.
+func waitTxnErrs(ch wire.Reply[[]*kerr.Error], n int) []*kerr.Error {
+	v, ok := ch.Wait()
 	if !ok {
 		out := make([]*kerr.Error, n)
 		for i := range out {
@@ -65,7 +67,7 @@ func waitTxnErrs(b *Broker, ch <-chan any, n int) []*kerr.Error {
 		}
 		return out
 	}
-	return v.([]*kerr.Error)
+	return v
 }
 
 type txnAddReq struct {
@@ -90,7 +92,7 @@ func (b *Broker) addTxnTopics(im *Image, a txnAddReq, version int16) func() []km
 	for _, x := range bad {
 		anyBad = anyBad || x
 	}
-	var ch <-chan any
+	var ch wire.Reply[[]*kerr.Error]
 	if !anyBad && len(parts) > 0 {
 		ch = b.addTxnPartitions(a.id, a.pid, a.epoch, parts, a.verify)
 	}
@@ -105,13 +107,7 @@ func (b *Broker) addTxnTopics(im *Image, a txnAddReq, version int16) func() []km
 				}
 			}
 		case len(parts) > 0:
-			if ch == nil {
-				for i := range errs {
-					errs[i] = kerr.CoordinatorNotAvailable
-				}
-			} else {
-				errs = waitTxnErrs(b, ch, len(parts))
-			}
+			errs = waitTxnErrs(ch, len(parts))
 		}
 		var out []kmsg.AddPartitionsToTxnResponseTopic
 		i := 0
@@ -131,17 +127,17 @@ func (b *Broker) addTxnTopics(im *Image, a txnAddReq, version int16) func() []km
 	}
 }
 
-func handleAddPartitionsToTxn(b *Broker, r *request) any {
-	req := r.req.(*kmsg.AddPartitionsToTxnRequest)
+func handleAddPartitionsToTxn(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.AddPartitionsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	im := b.currentImage()
-	if r.version < 4 {
+	if r.Version < 4 {
 		if denied := b.addTxnDenied(r, req.TransactionalID, req.Topics); denied != nil {
 			resp.Topics = denied
 			return resp
 		}
-		wait := b.addTxnTopics(im, txnAddReq{id: req.TransactionalID, pid: req.ProducerID, epoch: req.ProducerEpoch, topics: req.Topics}, r.version)
-		return deferred(func() any {
+		wait := b.addTxnTopics(im, txnAddReq{id: req.TransactionalID, pid: req.ProducerID, epoch: req.ProducerEpoch, topics: req.Topics}, r.Version)
+		return wire.Deferred(func() any {
 			resp.Topics = wait()
 			return resp
 		})
@@ -156,9 +152,9 @@ func handleAddPartitionsToTxn(b *Broker, r *request) any {
 			waits = append(waits, func() []kmsg.AddPartitionsToTxnResponseTopic { return denied })
 			continue
 		}
-		waits = append(waits, b.addTxnTopics(im, a, r.version))
+		waits = append(waits, b.addTxnTopics(im, a, r.Version))
 	}
-	return deferred(func() any {
+	return wire.Deferred(func() any {
 		for i, tx := range req.Transactions {
 			rt := kmsg.NewAddPartitionsToTxnResponseTransaction()
 			rt.TransactionalID = tx.TransactionalID

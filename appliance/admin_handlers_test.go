@@ -2,6 +2,7 @@ package appliance
 
 import (
 	"errors"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"io"
 	"log/slog"
 	"os"
@@ -103,21 +104,21 @@ func adminProduce(t *testing.T, b *Broker, ti *TopicImage, p int32, n int) {
 func adminRun(t *testing.T, b *Broker, req kmsg.Request, version int16) kmsg.Response {
 	t.Helper()
 	key := req.Key()
-	d, ok := apis[key]
+	d, ok := b.apis.Lookup(key)
 	if !ok {
 		t.Fatalf("API key %d not registered", key)
 	}
-	if version < d.min || version > d.max {
-		t.Fatalf("API key %d v%d outside registered %d-%d", key, version, d.min, d.max)
+	if version < d.Min || version > d.Max {
+		t.Fatalf("API key %d v%d outside registered %d-%d", key, version, d.Min, d.Max)
 	}
 	req.SetVersion(version)
-	wire := kmsg.RequestForKey(key)
-	wire.SetVersion(version)
-	if err := wire.ReadFrom(req.AppendTo(nil)); err != nil {
+	body := kmsg.RequestForKey(key)
+	body.SetVersion(version)
+	if err := body.ReadFrom(req.AppendTo(nil)); err != nil {
 		t.Fatalf("key %d v%d: cannot decode request: %v", key, version, err)
 	}
-	out := d.handle(b, &request{key: key, version: version, req: wire})
-	if df, ok := out.(deferred); ok {
+	out := d.Handle(&wire.Request{Key: key, Version: version, Req: body})
+	if df, ok := out.(wire.Deferred); ok {
 		out = df()
 	}
 	resp, ok := out.(kmsg.Response)
@@ -134,11 +135,12 @@ func adminRun(t *testing.T, b *Broker, req kmsg.Request, version int16) kmsg.Res
 }
 
 func TestAdminAPIsRegistered(t *testing.T) {
+	apis := newAPITable(nil)
 	want := map[int16][2]int16{20: {0, 6}, 21: {0, 2}, 23: {0, 4}, 32: {0, 4}, 33: {0, 2}, 35: {0, 4}, 37: {0, 3}, 44: {0, 1}, 60: {0, 1}}
 	for key, r := range want {
-		d, ok := apis[key]
-		if !ok || d.min != r[0] || d.max != r[1] {
-			t.Errorf("key %d: registered %v %d-%d, want %d-%d", key, ok, d.min, d.max, r[0], r[1])
+		d, ok := apis.Lookup(key)
+		if !ok || d.Min != r[0] || d.Max != r[1] {
+			t.Errorf("key %d: registered %v %d-%d, want %d-%d", key, ok, d.Min, d.Max, r[0], r[1])
 		}
 		if req := kmsg.RequestForKey(key); req.MaxVersion() < r[1] {
 			t.Errorf("key %d: kmsg knows up to v%d, we register v%d", key, req.MaxVersion(), r[1])

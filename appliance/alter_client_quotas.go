@@ -19,18 +19,17 @@ package appliance
 
 import (
 	"fmt"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 49, min: 0, max: 1, handle: handleAlterClientQuotas})
-}
+var alterClientQuotasAPI = apiDef{key: 49, min: 0, max: 1, handle: handleAlterClientQuotas}
 
-func handleAlterClientQuotas(b *Broker, r *request) any {
-	req := r.req.(*kmsg.AlterClientQuotasRequest)
-	return deferred(func() any {
+func handleAlterClientQuotas(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.AlterClientQuotasRequest)
+	return wire.Deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
 		alts := make([]clientQuotaAlteration, len(req.Entries))
 		for i, e := range req.Entries {
@@ -44,8 +43,8 @@ func handleAlterClientQuotas(b *Broker, r *request) any {
 		errs := b.alterClientQuotas(alts, req.ValidateOnly)
 		for i, e := range req.Entries {
 			re := kmsg.NewAlterClientQuotasResponseEntry()
-			re.ErrorCode = errCode(errs[i])
-			re.ErrorMessage = adminErrMsg(errs[i])
+			re.ErrorCode = wire.ErrCode(errs[i])
+			re.ErrorMessage = wire.ErrMessage(errs[i])
 			for _, p := range e.Entity {
 				rp := kmsg.NewAlterClientQuotasResponseEntryEntity()
 				rp.Type, rp.Name = p.Type, p.Name

@@ -16,19 +16,18 @@ package appliance
 
 import (
 	"fmt"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 33, min: 0, max: 2, handle: handleAlterConfigs})
-}
+var alterConfigsAPI = apiDef{key: 33, min: 0, max: 2, handle: handleAlterConfigs}
 
-func handleAlterConfigs(b *Broker, r *request) any {
-	req := r.req.(*kmsg.AlterConfigsRequest)
-	return deferred(func() any {
+func handleAlterConfigs(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.AlterConfigsRequest)
+	return wire.Deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 		seen := countResources(req.Resources, func(rr kmsg.AlterConfigsRequestResource) configResource {
 			return configResource{rr.ResourceType, rr.ResourceName}
@@ -43,8 +42,8 @@ func handleAlterConfigs(b *Broker, r *request) any {
 			} else if err = b.configResourceAuthzErr(r, kmsg.ACLOperationAlterConfigs, rr.ResourceType, rr.ResourceName); err == nil {
 				err = b.alterConfigsResource(rr, req.ValidateOnly)
 			}
-			res.ErrorCode = errCode(err)
-			res.ErrorMessage = adminErrMsg(err)
+			res.ErrorCode = wire.ErrCode(err)
+			res.ErrorMessage = wire.ErrMessage(err)
 			resp.Resources = append(resp.Resources, res)
 		}
 		return resp

@@ -13,17 +13,16 @@ package appliance
 
 import (
 	"fmt"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 45, min: 0, max: 1, handle: handleAlterPartitionReassignments})
-}
+var alterPartitionReassignmentsAPI = apiDef{key: 45, min: 0, max: 1, handle: handleAlterPartitionReassignments}
 
-func handleAlterPartitionReassignments(b *Broker, r *request) any {
-	req := r.req.(*kmsg.AlterPartitionAssignmentsRequest)
+func handleAlterPartitionReassignments(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.AlterPartitionAssignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
 	resp.AllowReplicationFactorChange = req.AllowReplicationFactorChange
 	if !b.authorizeCluster(r, kmsg.ACLOperationAlter) { // authorizer.go
@@ -47,8 +46,8 @@ func handleAlterPartitionReassignments(b *Broker, r *request) any {
 			case len(p.Replicas) != 1 || p.Replicas[0] != b.cfg.NodeID:
 				err = fmt.Errorf("%w: replicas %v for %s-%d: the only live broker is node %d", kerr.InvalidReplicaAssignment, p.Replicas, t.Topic, p.Partition, b.cfg.NodeID)
 			}
-			rp.ErrorCode = errCode(err)
-			rp.ErrorMessage = adminErrMsg(err)
+			rp.ErrorCode = wire.ErrCode(err)
+			rp.ErrorMessage = wire.ErrMessage(err)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

@@ -14,17 +14,16 @@ package appliance
 // INVALID_REQUEST for a negative offset.
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 91, min: 0, max: 0, handle: handleAlterShareGroupOffsets})
-}
+var alterShareGroupOffsetsAPI = apiDef{key: 91, min: 0, max: 0, handle: handleAlterShareGroupOffsets}
 
-func handleAlterShareGroupOffsets(b *Broker, r *request) any {
-	req := r.req.(*kmsg.AlterShareGroupOffsetsRequest)
-	return deferred(func() any {
+func handleAlterShareGroupOffsets(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.AlterShareGroupOffsetsRequest)
+	return wire.Deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
 		im := b.currentImage()
 		fail := func(err *kerr.Error) any {
@@ -71,13 +70,12 @@ func handleAlterShareGroupOffsets(b *Broker, r *request) any {
 			err *kerr.Error
 			out map[shareTP]shareStart
 		}
-		v, ok := b.shareAsk(req.GroupID, func(sm *shareManager, reply func(any)) {
+		ans, ok := askShare(b, req.GroupID, func(sm *shareManager, reply func(answer)) {
 			sm.alterStarts(req.GroupID, starts, func(err *kerr.Error, out map[shareTP]shareStart) { reply(answer{err, out}) })
-		})
+		}).Wait()
 		if !ok {
 			return fail(kerr.CoordinatorNotAvailable)
 		}
-		ans := v.(answer)
 		if ans.err != nil {
 			for tp, rf := range refs {
 				_ = tp

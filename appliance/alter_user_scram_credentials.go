@@ -17,16 +17,15 @@ package appliance
 // request, RESOURCE_NOT_FOUND (91) for deleting an absent credential.
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 51, min: 0, max: 0, handle: handleAlterUserScramCredentials})
-}
+var alterUserScramCredentialsAPI = apiDef{key: 51, min: 0, max: 0, handle: handleAlterUserScramCredentials}
 
-func handleAlterUserScramCredentials(b *Broker, r *request) any {
-	req := r.req.(*kmsg.AlterUserSCRAMCredentialsRequest)
-	return deferred(func() any {
+func handleAlterUserScramCredentials(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.AlterUserSCRAMCredentialsRequest)
+	return wire.Deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
 		dels := make([]ScramDeletion, len(req.Deletions))
 		for i, d := range req.Deletions {
@@ -40,8 +39,8 @@ func handleAlterUserScramCredentials(b *Broker, r *request) any {
 		for i, u := range users {
 			rr := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
 			rr.User = u
-			rr.ErrorCode = errCode(errs[i])
-			rr.ErrorMessage = adminErrMsg(errs[i])
+			rr.ErrorCode = wire.ErrCode(errs[i])
+			rr.ErrorMessage = wire.ErrMessage(errs[i])
 			resp.Results = append(resp.Results, rr)
 		}
 		return resp

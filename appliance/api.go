@@ -1,79 +1,64 @@
 package appliance
 
 import (
-	"errors"
-	"sort"
-
-	"github.com/ringbroker/ringbroker/nvme"
-	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 )
 
-// apiDef is one API key's handler and the versions we implement. Each
-// handler file registers its API in an init function; the table is
-// read-only afterwards.
+// apiDef is one API key whose handler still lives in this package and runs
+// with the Broker. Each handler file declares its own (read-only) apiDef
+// next to its behaviour comment; newAPITable binds them to one broker.
+// Concept packages (appliance/quota, appliance/security, ...) register
+// their handlers into the same wire.Table with functions of their own.
 type apiDef struct {
 	key      int16
 	min, max int16
-	handle   func(b *Broker, r *request) any
+	handle   func(b *Broker, r *wire.Request) any
 	// unsupported, when set, answers versions outside [min, max] instead of
 	// closing the connection (ApiVersions, Produce v0-v2).
-	unsupported func(r *request) any
-	// advertiseMin overrides min in ApiVersions (Produce is advertised from v0).
-	advertiseMin int16
-	advertise    bool
+	unsupported func(b *Broker, r *wire.Request) any
+	// advertiseFrom is wire.API.AdvertiseFrom: the lowest version
+	// ApiVersions lists for an API with unsupported (Produce from v0).
+	advertiseFrom int16
 }
 
-var apis = map[int16]apiDef{}
-
-func register(d apiDef) {
-	if _, dup := apis[d.key]; dup {
-		panic("appliance: API key registered twice")
+// bind returns d as a wire.API whose handlers run with b.
+func (d apiDef) bind(b *Broker) wire.API {
+	a := wire.API{Key: d.key, Min: d.min, Max: d.max, AdvertiseFrom: d.advertiseFrom}
+	handle := d.handle
+	a.Handle = func(r *wire.Request) any { return handle(b, r) }
+	if un := d.unsupported; un != nil {
+		a.Unsupported = func(r *wire.Request) any { return un(b, r) }
 	}
-	if !d.advertise {
-		d.advertiseMin = d.min
-		d.advertise = true
-	}
-	apis[d.key] = d
+	return a
 }
 
-// sortedAPIs lists the registered APIs by key.
-func sortedAPIs() []apiDef {
-	out := make([]apiDef, 0, len(apis))
-	for _, d := range apis {
-		out = append(out, d)
+// newAPITable builds b's dispatch table: every API this node answers. b
+// may be nil for tests that only parse frames.
+func newAPITable(b *Broker) *wire.Table {
+	t := wire.NewTable()
+	for _, d := range []apiDef{
+		// Produce and fetch.
+		produceAPI, fetchAPI, listOffsetsAPI, offsetForLeaderEpochAPI, deleteRecordsAPI,
+		// Metadata, topics, configs, the cluster.
+		apiVersionsAPI, metadataAPI, describeClusterAPI, createTopicsAPI, deleteTopicsAPI, createPartitionsAPI,
+		describeConfigsAPI, alterConfigsAPI, incrementalAlterConfigsAPI, describeLogDirsAPI,
+		electLeadersAPI, alterPartitionReassignmentsAPI, listPartitionReassignmentsAPI, describeProducersAPI,
+		// Classic and KIP-848 groups.
+		findCoordinatorAPI, joinGroupAPI, syncGroupAPI, heartbeatAPI, leaveGroupAPI, listGroupsAPI,
+		describeGroupsAPI, deleteGroupsAPI, offsetCommitAPI, offsetFetchAPI, offsetDeleteAPI,
+		consumerGroupHeartbeatAPI, consumerGroupDescribeAPI,
+		// Transactions.
+		initProducerIDAPI, addPartitionsToTxnAPI, addOffsetsToTxnAPI, endTxnAPI, txnOffsetCommitAPI,
+		describeTransactionsAPI, listTransactionsAPI,
+		// Share groups (KIP-932).
+		shareGroupHeartbeatAPI, shareGroupDescribeAPI, shareFetchAPI, shareAcknowledgeAPI,
+		describeShareGroupOffsetsAPI, alterShareGroupOffsetsAPI, deleteShareGroupOffsetsAPI,
+		// Security and quotas.
+		saslHandshakeAPI, saslAuthenticateAPI, createACLsAPI, deleteACLsAPI, describeACLsAPI,
+		alterUserScramCredentialsAPI, describeUserScramCredentialsAPI,
+		alterClientQuotasAPI, describeClientQuotasAPI,
+	} {
+		t.Register(d.bind(b))
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
-	return out
-}
-
-// errCode maps an internal error to its Kafka error code, once, at the
-// protocol boundary.
-func errCode(err error) int16 {
-	if err == nil {
-		return 0
-	}
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return ke.Code
-	}
-	switch {
-	case errors.Is(err, nvme.ErrCorruptMessage):
-		return kerr.CorruptMessage.Code
-	case errors.Is(err, nvme.ErrMessageTooLarge):
-		return kerr.MessageTooLarge.Code
-	case errors.Is(err, nvme.ErrUnsupportedMagic):
-		// Kafka's ProduceRequest.validateRecords: v3+ carries magic 2 only.
-		return kerr.InvalidRecord.Code
-	case errors.Is(err, nvme.ErrInvalidRecord):
-		return kerr.InvalidRecord.Code
-	case errors.Is(err, nvme.ErrOffsetOutOfRange):
-		return kerr.OffsetOutOfRange.Code
-	case errors.Is(err, nvme.ErrLogClosed), errors.Is(err, nvme.ErrNoDescriptors):
-		return kerr.KafkaStorageError.Code
-	case errors.Is(err, nvme.ErrOutOfOrderSequence):
-		return kerr.OutOfOrderSequenceNumber.Code
-	case errors.Is(err, nvme.ErrInvalidProducerEpoch):
-		return kerr.InvalidProducerEpoch.Code
-	}
-	return kerr.UnknownServerError.Code
+	return t
 }

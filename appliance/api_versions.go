@@ -9,35 +9,34 @@ package appliance
 // (KAFKA-18659) although v0-v2 requests are refused per partition.
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 18, min: 0, max: 4, handle: handleAPIVersions, unsupported: apiVersionsUnsupported})
-}
+var apiVersionsAPI = apiDef{key: 18, min: 0, max: 4, handle: handleAPIVersions, unsupported: apiVersionsUnsupported}
 
 // apiVersionsKeys lists our APIs; ConsumerGroupHeartbeat and
 // ConsumerGroupDescribe only while group.coordinator.rebalance.protocols
 // names "consumer".
 func apiVersionsKeys(b *Broker) []kmsg.ApiVersionsResponseApiKey {
 	var out []kmsg.ApiVersionsResponseApiKey
-	consumer := b == nil || consumerProtocolEnabled(b.cfg.Props)
-	for _, d := range sortedAPIs() {
-		if (d.key == 68 || d.key == 69) && !consumer {
+	consumer := consumerProtocolEnabled(b.cfg.Props)
+	for _, a := range b.apis.Sorted() {
+		if (a.Key == 68 || a.Key == 69) && !consumer {
 			continue
 		}
 		k := kmsg.NewApiVersionsResponseApiKey()
-		k.ApiKey, k.MinVersion, k.MaxVersion = d.key, d.advertiseMin, d.max
+		k.ApiKey, k.MinVersion, k.MaxVersion = a.Key, a.AdvertisedMin(), a.Max
 		out = append(out, k)
 	}
 	return out
 }
 
-func handleAPIVersions(b *Broker, r *request) any {
-	req := r.req.(*kmsg.ApiVersionsRequest)
+func handleAPIVersions(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.ApiVersionsRequest)
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
-	if r.version >= 3 && (!validClientSoftware(req.ClientSoftwareName) || !validClientSoftware(req.ClientSoftwareVersion)) {
+	if r.Version >= 3 && (!validClientSoftware(req.ClientSoftwareName) || !validClientSoftware(req.ClientSoftwareVersion)) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		resp.ApiKeys = apiVersionsKeys(b)
 		return resp
@@ -63,13 +62,9 @@ func validClientSoftware(s string) bool {
 	return true
 }
 
-func apiVersionsUnsupported(r *request) any {
+func apiVersionsUnsupported(b *Broker, r *wire.Request) any {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
-	var b *Broker
-	if r.c != nil {
-		b = r.c.b
-	}
 	resp.ApiKeys = apiVersionsKeys(b)
 	// The writer sets the response version to the request's; force v0 format.
 	return &fixedVersion{resp: resp, version: 0}

@@ -23,6 +23,7 @@ package appliance
 
 import (
 	"fmt"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -68,6 +69,8 @@ func parseSuperUsers(s string) ([]string, error) {
 type authorizer struct {
 	superUsers    map[string]bool
 	allowEveryone bool
+	// acls returns the current bindings (the broker's image's); set by New.
+	acls func() *ACLSet
 }
 
 // newAuthorizer returns nil when cfg turns the authorizer off.
@@ -75,7 +78,7 @@ func newAuthorizer(cfg Config) *authorizer {
 	if cfg.AuthorizerClassName == "" {
 		return nil
 	}
-	a := &authorizer{superUsers: map[string]bool{}, allowEveryone: cfg.AllowEveryoneIfNoACLFound}
+	a := &authorizer{superUsers: map[string]bool{}, allowEveryone: cfg.AllowEveryoneIfNoACLFound, acls: func() *ACLSet { return nil }}
 	for _, p := range cfg.SuperUsers {
 		a.superUsers[p] = true
 	}
@@ -223,19 +226,19 @@ func (a *authorizer) authorizeAnyOfType(acls *ACLSet, principal, host string, op
 	return a.allowEveryone && !wildcardNamed
 }
 
-// principal is the connection's authenticated principal: User:<name>
+// Principal is the connection's authenticated principal: User:<name>
 // after a successful SASL authentication (sasl.go), else User:ANONYMOUS
-// (PLAINTEXT listeners).
-func (c *conn) principal() string {
-	if c.user != "" {
-		return c.user
+// (PLAINTEXT listeners, and a nil conn).
+func (c *conn) Principal() string {
+	if c == nil || c.user == "" {
+		return anonymousPrincipal
 	}
-	return anonymousPrincipal
+	return c.user
 }
 
-// peerHost is the IP address of the connection's peer, without the port, as
+// PeerHost is the IP address of the connection's peer, without the port, as
 // ACL hosts name it.
-func (c *conn) peerHost() string {
+func (c *conn) PeerHost() string {
 	if c == nil {
 		return ""
 	}
@@ -249,33 +252,58 @@ func (c *conn) peerHost() string {
 	return h
 }
 
+// PeerAddr is the peer's address, host:port.
+func (c *conn) PeerAddr() string { return c.remote }
+
+// Listener is the name of the listener that accepted the connection; ""
+// for connections tests build by hand.
+func (c *conn) Listener() string {
+	if c.lis == nil {
+		return ""
+	}
+	return c.lis.Name
+}
+
+// Closed is closed once the connection is.
+func (c *conn) Closed() <-chan struct{} { return c.closed }
+
+// requestPrincipal is r's principal and peer host (User:ANONYMOUS and ""
+// for requests without a connection).
+func requestPrincipal(r *wire.Request) (principal, host string) {
+	if r == nil || r.Conn == nil {
+		return anonymousPrincipal, ""
+	}
+	return r.Conn.Principal(), r.Conn.PeerHost()
+}
+
+// Authorize is the authorizer as the wire.Authorizer of requests: whether
+// r's principal may perform op on the named resource, checked against the
+// current image's bindings.
+func (a *authorizer) Authorize(r *wire.Request, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
+	principal, host := requestPrincipal(r)
+	return a.authorize(a.acls(), principal, host, op, rt, name)
+}
+
+// AuthorizeAny is the wire.Authorizer question whether r's principal may
+// perform op on some resource of type rt (authorizeAnyOfType).
+func (a *authorizer) AuthorizeAny(r *wire.Request, op kmsg.ACLOperation, rt kmsg.ACLResourceType) bool {
+	principal, host := requestPrincipal(r)
+	return a.authorizeAnyOfType(a.acls(), principal, host, op, rt)
+}
+
 // authorize reports whether the request's principal may perform op on the
 // named resource. With the authorizer off it is one branch and true.
-func (b *Broker) authorize(r *request, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
-	if b.authz == nil {
-		return true
-	}
-	principal, host := anonymousPrincipal, ""
-	if r != nil && r.c != nil {
-		principal, host = r.c.principal(), r.c.peerHost()
-	}
-	return b.authz.authorize(b.currentImage().ACLs, principal, host, op, rt, name)
+func (b *Broker) authorize(r *wire.Request, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
+	return b.authz == nil || b.authz.Authorize(r, op, rt, name)
 }
 
 // authorizeCluster is authorize on the CLUSTER resource.
-func (b *Broker) authorizeCluster(r *request, op kmsg.ACLOperation) bool {
+func (b *Broker) authorizeCluster(r *wire.Request, op kmsg.ACLOperation) bool {
 	return b.authorize(r, op, aclResCluster, clusterResourceName)
 }
 
 // authorizeAnyTopic reports whether the principal may perform op on some
 // topic (authorizeAnyOfType).
-func (b *Broker) authorizeAnyTopic(r *request, op kmsg.ACLOperation) bool {
-	if b.authz == nil {
-		return true
-	}
-	principal, host := anonymousPrincipal, ""
-	if r != nil && r.c != nil {
-		principal, host = r.c.principal(), r.c.peerHost()
-	}
-	return b.authz.authorizeAnyOfType(b.currentImage().ACLs, principal, host, op, aclResTopic)
+func (b *Broker) authorizeAnyTopic(r *wire.Request, op kmsg.ACLOperation) bool {
+	return b.authz == nil || b.authz.AuthorizeAny(r, op, aclResTopic)
 }

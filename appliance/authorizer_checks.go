@@ -23,6 +23,7 @@ package appliance
 
 import (
 	"fmt"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -32,7 +33,7 @@ import (
 // topic get for authorization, or 0: TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 // without WRITE on a transactional request's id, TOPIC_AUTHORIZATION_FAILED
 // without WRITE on the topic.
-func (b *Broker) produceDenied(r *request, req *kmsg.ProduceRequest, topic string) int16 {
+func (b *Broker) produceDenied(r *wire.Request, req *kmsg.ProduceRequest, topic string) int16 {
 	if b.authz == nil {
 		return 0
 	}
@@ -46,19 +47,19 @@ func (b *Broker) produceDenied(r *request, req *kmsg.ProduceRequest, topic strin
 }
 
 // topicDenied reports whether the principal lacks op on topic.
-func (b *Broker) topicDenied(r *request, op kmsg.ACLOperation, topic string) bool {
+func (b *Broker) topicDenied(r *wire.Request, op kmsg.ACLOperation, topic string) bool {
 	return b.authz != nil && !b.authorize(r, op, aclResTopic, topic)
 }
 
 // groupDenied reports whether the principal lacks op on group.
-func (b *Broker) groupDenied(r *request, op kmsg.ACLOperation, group string) bool {
+func (b *Broker) groupDenied(r *wire.Request, op kmsg.ACLOperation, group string) bool {
 	return b.authz != nil && !b.authorize(r, op, aclResGroup, group)
 }
 
 // groupRefusal is the first check of a request that names a group: an
 // empty id is INVALID_GROUP_ID, a principal without op on the group
 // GROUP_AUTHORIZATION_FAILED; nil when neither.
-func (b *Broker) groupRefusal(r *request, op kmsg.ACLOperation, group string) *kerr.Error {
+func (b *Broker) groupRefusal(r *wire.Request, op kmsg.ACLOperation, group string) *kerr.Error {
 	switch {
 	case group == "":
 		return kerr.InvalidGroupID
@@ -69,7 +70,7 @@ func (b *Broker) groupRefusal(r *request, op kmsg.ACLOperation, group string) *k
 }
 
 // txnIDDenied reports whether the principal lacks WRITE on a transactional id.
-func (b *Broker) txnIDDenied(r *request, id string) bool {
+func (b *Broker) txnIDDenied(r *wire.Request, id string) bool {
 	return b.authz != nil && !b.authorize(r, kmsg.ACLOperationWrite, aclResTxnID, id)
 }
 
@@ -79,7 +80,7 @@ func errTopicAuthz(op kmsg.ACLOperation, topic string) error {
 }
 
 // topicAuthzErr returns errTopicAuthz when the principal lacks op on topic.
-func (b *Broker) topicAuthzErr(r *request, op kmsg.ACLOperation, topic string) error {
+func (b *Broker) topicAuthzErr(r *wire.Request, op kmsg.ACLOperation, topic string) error {
 	if b.topicDenied(r, op, topic) {
 		return errTopicAuthz(op, topic)
 	}
@@ -88,7 +89,7 @@ func (b *Broker) topicAuthzErr(r *request, op kmsg.ACLOperation, topic string) e
 
 // createTopicAuthzErr is CreateTopics' and auto-creation's check: CREATE on
 // the cluster or on the topic.
-func (b *Broker) createTopicAuthzErr(r *request, topic string) error {
+func (b *Broker) createTopicAuthzErr(r *wire.Request, topic string) error {
 	if b.authz == nil || b.authorizeCluster(r, kmsg.ACLOperationCreate) || b.authorize(r, kmsg.ACLOperationCreate, aclResTopic, topic) {
 		return nil
 	}
@@ -97,7 +98,7 @@ func (b *Broker) createTopicAuthzErr(r *request, topic string) error {
 
 // deleteTopicAuthzErr checks DELETE on a topic named by name or id (an
 // unknown id is left to the deletion to answer).
-func (b *Broker) deleteTopicAuthzErr(r *request, name *string, id TopicID) error {
+func (b *Broker) deleteTopicAuthzErr(r *wire.Request, name *string, id TopicID) error {
 	if b.authz == nil {
 		return nil
 	}
@@ -115,7 +116,7 @@ func (b *Broker) deleteTopicAuthzErr(r *request, name *string, id TopicID) error
 // configResourceAuthzErr checks op (DESCRIBE_CONFIGS or ALTER_CONFIGS) on a
 // config resource: the topic, or the cluster for brokers (and broker
 // loggers), failing with TOPIC_ or CLUSTER_AUTHORIZATION_FAILED.
-func (b *Broker) configResourceAuthzErr(r *request, op kmsg.ACLOperation, rt kmsg.ConfigResourceType, name string) error {
+func (b *Broker) configResourceAuthzErr(r *wire.Request, op kmsg.ACLOperation, rt kmsg.ConfigResourceType, name string) error {
 	if b.authz == nil {
 		return nil
 	}
@@ -132,14 +133,14 @@ func (b *Broker) configResourceAuthzErr(r *request, op kmsg.ACLOperation, rt kms
 // answers TOPIC_AUTHORIZATION_FAILED: without DESCRIBE on it, or, for a
 // topic the request would auto-create, without CREATE on the cluster or the
 // topic.
-func (b *Broker) metadataTopicDenied(r *request, req *kmsg.MetadataRequest, name string, exists bool) bool {
+func (b *Broker) metadataTopicDenied(r *wire.Request, req *kmsg.MetadataRequest, name string, exists bool) bool {
 	if b.authz == nil {
 		return false
 	}
 	if !b.authorize(r, kmsg.ACLOperationDescribe, aclResTopic, name) {
 		return true
 	}
-	autoCreate := b.cfg.AutoCreateTopics && (r.version < 4 || req.AllowAutoTopicCreation)
+	autoCreate := b.cfg.AutoCreateTopics && (r.Version < 4 || req.AllowAutoTopicCreation)
 	return !exists && autoCreate && validTopicName(name) == nil && b.createTopicAuthzErr(r, name) != nil
 }
 
@@ -148,7 +149,7 @@ func (b *Broker) metadataTopicDenied(r *request, req *kmsg.MetadataRequest, name
 // (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent producer needs
 // IDEMPOTENT_WRITE on the cluster or WRITE on some topic
 // (CLUSTER_AUTHORIZATION_FAILED), as since KIP-679.
-func (b *Broker) initProducerIDDenied(r *request, req *kmsg.InitProducerIDRequest) int16 {
+func (b *Broker) initProducerIDDenied(r *wire.Request, req *kmsg.InitProducerIDRequest) int16 {
 	if b.authz == nil {
 		return 0
 	}
@@ -167,7 +168,7 @@ func (b *Broker) initProducerIDDenied(r *request, req *kmsg.InitProducerIDReques
 // findCoordinatorDenied returns FindCoordinator's authorization error for
 // one key, or nil: DESCRIBE on the group (type 0) or on the transactional
 // id (type 1).
-func (b *Broker) findCoordinatorDenied(r *request, typ int8, key string) *kerr.Error {
+func (b *Broker) findCoordinatorDenied(r *wire.Request, typ int8, key string) *kerr.Error {
 	if b.authz == nil {
 		return nil
 	}
@@ -186,7 +187,7 @@ func (b *Broker) findCoordinatorDenied(r *request, typ int8, key string) *kerr.E
 
 // listGroupsFilter returns whether the principal may see group in
 // ListGroups: DESCRIBE on the cluster shows all, else DESCRIBE on each.
-func (b *Broker) listGroupsFilter(r *request) func(group string) bool {
+func (b *Broker) listGroupsFilter(r *wire.Request) func(group string) bool {
 	if b.authz == nil || b.authorizeCluster(r, kmsg.ACLOperationDescribe) {
 		return func(string) bool { return true }
 	}
@@ -198,7 +199,7 @@ func (b *Broker) listGroupsFilter(r *request) func(group string) bool {
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED without WRITE on the id; otherwise,
 // when a topic lacks WRITE, its partitions get TOPIC_AUTHORIZATION_FAILED
 // and the others OPERATION_NOT_ATTEMPTED.
-func (b *Broker) addTxnDenied(r *request, id string, topics []kmsg.AddPartitionsToTxnRequestTopic) []kmsg.AddPartitionsToTxnResponseTopic {
+func (b *Broker) addTxnDenied(r *wire.Request, id string, topics []kmsg.AddPartitionsToTxnRequestTopic) []kmsg.AddPartitionsToTxnResponseTopic {
 	if b.authz == nil {
 		return nil
 	}
@@ -234,7 +235,7 @@ func (b *Broker) addTxnDenied(r *request, id string, topics []kmsg.AddPartitions
 // txnOffsetCommitDenied returns the code every partition of a
 // TxnOffsetCommit gets, or 0: TRANSACTIONAL_ID_AUTHORIZATION_FAILED without
 // WRITE on the id, GROUP_AUTHORIZATION_FAILED without READ on the group.
-func (b *Broker) txnOffsetCommitDenied(r *request, req *kmsg.TxnOffsetCommitRequest) int16 {
+func (b *Broker) txnOffsetCommitDenied(r *wire.Request, req *kmsg.TxnOffsetCommitRequest) int16 {
 	switch {
 	case b.authz == nil:
 		return 0
@@ -268,7 +269,7 @@ func offsetFetchGroupDenied(req *kmsg.OffsetFetchRequest, resp *kmsg.OffsetFetch
 // clusterAuthorizedOps is DescribeCluster's cluster_authorized_operations:
 // every CLUSTER operation without an authorizer, else the bits of those the
 // principal is allowed (Kafka's authorizedOperations).
-func (b *Broker) clusterAuthorizedOps(r *request) int32 {
+func (b *Broker) clusterAuthorizedOps(r *wire.Request) int32 {
 	if b.authz == nil {
 		return clusterAuthorizedOps
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"log/slog"
 	"net"
 	"os"
@@ -33,6 +34,9 @@ type Broker struct {
 	tailReads bool
 	shards    []*shardState
 	engine    ioring.Engine
+	// apis is the dispatch table (api.go and the concept packages'
+	// Register functions); built in New, read-only afterwards.
+	apis *wire.Table
 
 	image atomic.Pointer[Image]
 	// lm opens, reconfigures and drops partitions from metadata deltas,
@@ -49,7 +53,7 @@ type Broker struct {
 	pids producerIDs
 	// txnInit answers InitProducerId for transactional ids; nil until the
 	// transaction coordinator is started.
-	txnInit func(r *request, req *kmsg.InitProducerIDRequest) kmsg.Response
+	txnInit func(r *wire.Request, req *kmsg.InitProducerIDRequest) kmsg.Response
 
 	groups *groupCoordinator // set in Start, before serving
 	txn    *txnCoordinator   // set in Start, before serving
@@ -117,13 +121,17 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 	b := &Broker{cfg: cfg, log: logger, conns: map[*conn]struct{}{}, closing: make(chan struct{}), serveErr: make(chan error, 1)}
 	b.tailReads = cfg.LogIOTailReads
 	b.lm = newLogManager(b)
-	b.metrics = newBrokerMetrics(b)
+	b.apis = newAPITable(b)
+	b.metrics = newBrokerMetrics(b, b.apis)
 	q, err := newQuotaManager(cfg.Props, b.metrics.set)
 	if err != nil {
 		return nil, err
 	}
 	b.quotas = q
 	b.authz = newAuthorizer(cfg)
+	if b.authz != nil {
+		b.authz.acls = func() *ACLSet { return b.currentImage().ACLs }
+	}
 	b.scramFakeKey = make([]byte, 32)
 	_, _ = rand.Read(b.scramFakeKey) // crypto/rand.Read never fails
 	return b, nil

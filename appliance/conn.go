@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"io"
 	"net"
 	"os"
@@ -126,24 +127,23 @@ func (s *slot) reset() {
 	s.closeAfter, s.closeWhy = false, ""
 }
 
-// request is what a handler sees.
-type request struct {
-	c        *conn
-	key      int16
-	version  int16
-	corrID   int32
-	clientID string
-	req      kmsg.Request
-	rs       *reqState // the request's storage (reqstate.go)
+// Handlers receive a *wire.Request whose Owner is the request's reqState
+// and whose Conn is the *conn it came on; connOf and stateOf get them back
+// (a type assertion to a concrete type: no allocation).
+
+// connOf is the connection r came on; nil for requests tests build
+// without one.
+func connOf(r *wire.Request) *conn {
+	c, _ := r.Conn.(*conn)
+	return c
 }
 
-// answerLater is returned by a handler that completes the request's slot
-// itself (conn.complete), from a shard or a goroutine of its own.
-type answerLater struct{}
-
-// deferred is returned by a handler whose answer needs waiting; the conn
-// runs it on its own goroutine. It returns what a handler returns.
-type deferred func() any
+// stateOf is r's storage (reqstate.go); nil for requests tests build by
+// hand.
+func stateOf(r *wire.Request) *reqState {
+	rs, _ := r.Owner.(*reqState)
+	return rs
+}
 
 // rawResponse is a response body made of byte slices and file chunks, sent
 // without copying record bytes (fetch).
@@ -167,18 +167,6 @@ func (r *rawResponse) size() int {
 		}
 	}
 	return n
-}
-
-// closeConn is returned by a handler to close the connection after the
-// responses before it are written.
-type closeConn struct{ reason string }
-
-// respondAndClose is returned by a handler to write resp and then close
-// the connection, logging reason (Kafka's answer to a failed SASL
-// handshake or authentication).
-type respondAndClose struct {
-	resp   kmsg.Response
-	reason string
 }
 
 func newConn(b *Broker, shard int, lis *Listener, nc net.Conn) *conn {
@@ -393,7 +381,7 @@ func (c *conn) dispatch(rs *reqState) bool {
 	if c.ring != nil && c.ring.closing.Load() {
 		return false
 	}
-	pr, err := parseFrameInto(rs.frame, rs)
+	pr, err := parseFrameInto(c.b.apis, rs.frame, rs)
 	s := &rs.slot
 	s.corrID, s.key, s.version, s.start = pr.corrID, pr.key, pr.version, time.Now()
 	if err != nil {
@@ -419,21 +407,24 @@ func (c *conn) dispatch(rs *reqState) bool {
 		internStrings(c.b, pr.req)
 	}
 	r := &rs.req
-	*r = request{c: c, key: pr.key, version: pr.version, corrID: pr.corrID, clientID: c.internClientID(pr.clientIDBytes), req: pr.req, rs: rs}
+	*r = wire.Request{Key: pr.key, Version: pr.version, CorrID: pr.corrID, ClientID: c.internClientID(pr.clientIDBytes), Req: pr.req, Conn: c, Owner: rs}
+	if c.b.authz != nil {
+		r.Authz = c.b.authz
+	}
 	if !c.enqueue(s) {
 		return false
 	}
 	if pr.unsupported {
 		// ApiVersions answers in v0; Produce v0-v2 answers per partition.
-		s.resp = pr.api.unsupported(r)
+		s.resp = pr.api.Unsupported(r)
 		c.answered(s)
 		return true
 	}
 	out := c.runHandler(pr.api, r)
 	switch out := out.(type) {
-	case answerLater:
+	case wire.AnswerLater:
 		return true
-	case deferred:
+	case wire.Deferred:
 		go func() {
 			s.resp = c.finish(s, c.runDeferred(r, out))
 			c.complete(s)
@@ -494,8 +485,8 @@ type parsedFrame struct {
 	corrID       int32
 	clientID     string
 	req          kmsg.Request
-	api          apiDef
-	unsupported  bool // version outside the API's range, answered by api.unsupported
+	api          wire.API
+	unsupported  bool // version outside the API's range, answered by api.Unsupported
 
 	clientIDBytes []byte // the client id in the frame
 	reused        bool   // req was decoded into the reqState's storage
@@ -505,15 +496,15 @@ type parsedFrame struct {
 // or v2 and the body with kmsg. Any malformed input is an error, never a
 // panic. Unknown API keys and versions we do not answer are errors too:
 // Kafka closes the connection on them.
-func parseFrame(frame []byte) (pr parsedFrame, err error) {
-	return parseFrameInto(frame, nil)
+func parseFrame(t *wire.Table, frame []byte) (pr parsedFrame, err error) {
+	return parseFrameInto(t, frame, nil)
 }
 
 // parseFrameInto is parseFrame that decodes Produce and Fetch bodies in
 // their supported versions into rs's reused structs (decode_hot.go) when rs
 // is not nil, and leaves pr.clientID empty (the caller interns
 // pr.clientIDBytes).
-func parseFrameInto(frame []byte, rs *reqState) (pr parsedFrame, err error) {
+func parseFrameInto(t *wire.Table, frame []byte, rs *reqState) (pr parsedFrame, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("cannot decode request: %v", p)
@@ -525,7 +516,7 @@ func parseFrameInto(frame []byte, rs *reqState) (pr parsedFrame, err error) {
 	pr.key = int16(binary.BigEndian.Uint16(frame[0:]))
 	pr.version = int16(binary.BigEndian.Uint16(frame[2:]))
 	pr.corrID = int32(binary.BigEndian.Uint32(frame[4:]))
-	api, ok := apis[pr.key]
+	api, ok := t.Lookup(pr.key)
 	if !ok {
 		return pr, fmt.Errorf("unknown API key %d", pr.key)
 	}
@@ -547,7 +538,7 @@ func parseFrameInto(frame []byte, rs *reqState) (pr parsedFrame, err error) {
 		}
 		rest = rest[cidLen:]
 	}
-	if rs != nil && pr.version >= api.min && pr.version <= api.max && hotKey(pr.key) {
+	if rs != nil && pr.version >= api.Min && pr.version <= api.Max && hotKey(pr.key) {
 		// Request header v2 (flexible versions: Produce v9+, Fetch v12+)
 		// ends with tagged fields.
 		if pr.key == 0 && pr.version >= 9 || pr.key == 1 && pr.version >= 12 {
@@ -575,9 +566,9 @@ func parseFrameInto(frame []byte, rs *reqState) (pr parsedFrame, err error) {
 	if pr.version < 0 {
 		return pr, fmt.Errorf("negative API version %d", pr.version)
 	}
-	if pr.version < api.min || pr.version > api.max {
-		if api.unsupported == nil {
-			return pr, fmt.Errorf("unsupported version %d (supported %d-%d)", pr.version, api.min, api.max)
+	if pr.version < api.Min || pr.version > api.Max {
+		if api.Unsupported == nil {
+			return pr, fmt.Errorf("unsupported version %d (supported %d-%d)", pr.version, api.Min, api.Max)
 		}
 		pr.unsupported = true
 		if pr.version >= 0 && pr.version <= req.MaxVersion() {
@@ -613,23 +604,23 @@ func bodyDecodeError(key, version int16, err error) error {
 
 // runHandler calls the handler, turning a panic into a closed connection
 // rather than a dead broker.
-func (c *conn) runHandler(api apiDef, r *request) (out any) {
+func (c *conn) runHandler(api wire.API, r *wire.Request) (out any) {
 	defer func() {
 		if p := recover(); p != nil {
-			c.b.log.Error("handler panic, closing connection", "api_key", r.key, "api_version", r.version, "panic", fmt.Sprint(p))
-			out = closeConn{reason: "internal error"}
+			c.b.log.Error("handler panic, closing connection", "api_key", r.Key, "api_version", r.Version, "panic", fmt.Sprint(p))
+			out = wire.Close{Reason: "internal error"}
 		}
 	}()
-	return api.handle(c.b, r)
+	return api.Handle(r)
 }
 
 // runDeferred runs a handler's waiting part, turning a panic into a closed
 // connection.
-func (c *conn) runDeferred(r *request, d deferred) (out any) {
+func (c *conn) runDeferred(r *wire.Request, d wire.Deferred) (out any) {
 	defer func() {
 		if p := recover(); p != nil {
-			c.b.log.Error("handler panic, closing connection", "api_key", r.key, "api_version", r.version, "panic", fmt.Sprint(p))
-			out = closeConn{reason: "internal error"}
+			c.b.log.Error("handler panic, closing connection", "api_key", r.Key, "api_version", r.Version, "panic", fmt.Sprint(p))
+			out = wire.Close{Reason: "internal error"}
 		}
 	}()
 	return d()
@@ -640,9 +631,9 @@ func (c *conn) finish(s *slot, out any) any {
 	if resp, ok := out.(kmsg.Response); ok && resp != nil {
 		return resp
 	}
-	if rc, ok := out.(respondAndClose); ok {
-		s.closeAfter, s.closeWhy = true, rc.reason
-		return rc.resp
+	if rc, ok := out.(wire.RespondAndClose); ok {
+		s.closeAfter, s.closeWhy = true, rc.Reason
+		return rc.Resp
 	}
 	return out
 }
@@ -726,9 +717,9 @@ func (c *conn) writeSlot(bw *bufio.Writer, hdrp *[]byte, s *slot, broken bool) b
 		c.close()
 		return true
 	}
-	if cc, ok := s.resp.(closeConn); ok {
+	if cc, ok := s.resp.(wire.Close); ok {
 		bw.Flush()
-		c.b.warnConn("closing connection", "remote", c.remote, "api_key", s.key, "reason", cc.reason)
+		c.b.warnConn("closing connection", "remote", c.remote, "api_key", s.key, "reason", cc.Reason)
 		c.close()
 		return true
 	}

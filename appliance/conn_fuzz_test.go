@@ -33,16 +33,17 @@ func FuzzParseFrame(f *testing.F) {
 	fr := kmsg.NewPtrFetchRequest()
 	f.Add(frameFor(fr, 16, 5))
 	f.Add([]byte{0, 18, 0, 99, 0, 0, 0, 1, 0xff, 0xff})
+	apis := newAPITable(nil)
 	f.Fuzz(func(t *testing.T, frame []byte) {
-		pr, err := parseFrame(frame)
+		pr, err := parseFrame(apis, frame)
 		if err != nil {
 			return
 		}
 		if pr.req == nil {
 			t.Fatal("no request without error")
 		}
-		if !pr.unsupported && (pr.version < pr.api.min || pr.version > pr.api.max) {
-			t.Fatalf("version %d accepted outside %d-%d", pr.version, pr.api.min, pr.api.max)
+		if !pr.unsupported && (pr.version < pr.api.Min || pr.version > pr.api.Max) {
+			t.Fatalf("version %d accepted outside %d-%d", pr.version, pr.api.Min, pr.api.Max)
 		}
 		if len(frame) >= 8 && int32(binary.BigEndian.Uint32(frame[4:])) != pr.corrID {
 			t.Fatal("correlation id mismatch")
@@ -57,7 +58,7 @@ func TestParseFrameRoundTrip(t *testing.T) {
 		mt := kmsg.NewMetadataRequestTopic()
 		mt.Topic = &name
 		md.Topics = append(md.Topics, mt)
-		pr, err := parseFrame(frameFor(md, v, 77))
+		pr, err := parseFrame(newAPITable(nil), frameFor(md, v, 77))
 		if err != nil {
 			t.Fatalf("v%d: %v", v, err)
 		}
@@ -67,15 +68,15 @@ func TestParseFrameRoundTrip(t *testing.T) {
 		}
 	}
 	// A too-new ApiVersions is answered, not refused.
-	pr, err := parseFrame([]byte{0, 18, 0, 99, 0, 0, 0, 1, 0xff, 0xff})
+	pr, err := parseFrame(newAPITable(nil), []byte{0, 18, 0, 99, 0, 0, 0, 1, 0xff, 0xff})
 	if err != nil || !pr.unsupported {
 		t.Fatalf("ApiVersions v99: %v %+v", err, pr)
 	}
 	// Unknown key and unsupported Fetch version are refused.
-	if _, err := parseFrame([]byte{0x27, 0x0f, 0, 0, 0, 0, 0, 1, 0xff, 0xff}); err == nil {
+	if _, err := parseFrame(newAPITable(nil), []byte{0x27, 0x0f, 0, 0, 0, 0, 0, 1, 0xff, 0xff}); err == nil {
 		t.Fatal("unknown key 9999 accepted")
 	}
-	if _, err := parseFrame(frameFor(kmsg.NewPtrFetchRequest(), 3, 1)); err == nil {
+	if _, err := parseFrame(newAPITable(nil), frameFor(kmsg.NewPtrFetchRequest(), 3, 1)); err == nil {
 		t.Fatal("Fetch v3 accepted")
 	}
 }

@@ -3,6 +3,7 @@ package appliance
 import (
 	"encoding/binary"
 	"errors"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -335,8 +336,8 @@ func (u *uringConn) pump() {
 			u.closeAfterFlush()
 			break
 		}
-		if cc, ok := s.resp.(closeConn); ok {
-			c.b.warnConn("closing connection", "remote", c.remote, "api_key", s.key, "reason", cc.reason)
+		if cc, ok := s.resp.(wire.Close); ok {
+			c.b.warnConn("closing connection", "remote", c.remote, "api_key", s.key, "reason", cc.Reason)
 			u.closeAfterFlush()
 			break
 		}

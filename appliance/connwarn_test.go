@@ -2,6 +2,7 @@ package appliance
 
 import (
 	"bytes"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"log/slog"
 	"testing"
 	"time"
@@ -35,7 +36,7 @@ func TestConnWarnLimit(t *testing.T) {
 func TestWarnConnCountsDropped(t *testing.T) {
 	var buf bytes.Buffer
 	b := &Broker{log: slog.New(slog.NewTextHandler(&buf, nil))}
-	b.metrics = newBrokerMetrics(b)
+	b.metrics = newBrokerMetrics(b, wire.NewTable())
 	for range connWarnBurst + 30 {
 		b.warnConn("closing connection", "reason", "test")
 	}

@@ -12,26 +12,25 @@ package appliance
 // operations are not computed (Kafka's "not requested" value, INT32_MIN).
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 69, min: 0, max: 1, handle: handleConsumerGroupDescribe})
-}
+var consumerGroupDescribeAPI = apiDef{key: 69, min: 0, max: 1, handle: handleConsumerGroupDescribe}
 
-func handleConsumerGroupDescribe(b *Broker, r *request) any {
-	req := r.req.(*kmsg.ConsumerGroupDescribeRequest)
+func handleConsumerGroupDescribe(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.ConsumerGroupDescribeRequest)
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
-	chans := make([]<-chan any, len(req.Groups))
+	chans := make([]wire.Reply[cgSummary], len(req.Groups))
 	enabled := b.groups != nil && b.groups.cfg.consumerProtocol
 	for i, g := range req.Groups {
 		if g == "" || !enabled || b.groupDenied(r, kmsg.ACLOperationDescribe, g) {
 			continue
 		}
-		chans[i] = b.groupAsk(g, func(m *groupManager, reply func(any)) { reply(m.describeConsumer(g)) })
+		chans[i] = askGroup(b, g, func(m *groupManager, reply func(cgSummary)) { reply(m.describeConsumer(g)) })
 	}
-	return deferred(func() any {
+	return wire.Deferred(func() any {
 		im := b.currentImage()
 		assignment := func(s partSet) kmsg.Assignment {
 			out := kmsg.NewAssignment()
@@ -66,13 +65,12 @@ func handleConsumerGroupDescribe(b *Broker, r *request) any {
 				resp.Groups = append(resp.Groups, dg)
 				continue
 			}
-			v, ok := b.groupWait(chans[i])
+			s, ok := chans[i].Wait()
 			if !ok {
 				dg.ErrorCode = kerr.CoordinatorNotAvailable.Code
 				resp.Groups = append(resp.Groups, dg)
 				continue
 			}
-			s := v.(cgSummary)
 			if s.err != nil {
 				dg.ErrorCode = s.err.Code
 				dg.ErrorMessage = strPtr("group " + id + " is not a consumer group")

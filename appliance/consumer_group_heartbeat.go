@@ -23,6 +23,7 @@ package appliance
 // answers UNSUPPORTED_VERSION.
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"regexp"
 	"slices"
 	"strings"
@@ -31,12 +32,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 68, min: 0, max: 1, handle: handleConsumerGroupHeartbeat})
-}
+var consumerGroupHeartbeatAPI = apiDef{key: 68, min: 0, max: 1, handle: handleConsumerGroupHeartbeat}
 
-func handleConsumerGroupHeartbeat(b *Broker, r *request) any {
-	req := r.req.(*kmsg.ConsumerGroupHeartbeatRequest)
+func handleConsumerGroupHeartbeat(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.ConsumerGroupHeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	fill := func(res cgHeartbeatResult) kmsg.Response {
 		if res.err != nil {
@@ -71,29 +70,29 @@ func handleConsumerGroupHeartbeat(b *Broker, r *request) any {
 	if !b.groups.cfg.consumerProtocol {
 		return fill(cgError(kerr.UnsupportedVersion, "the consumer rebalance protocol is disabled (group.coordinator.rebalance.protocols)"))
 	}
-	a, err, msg := consumerHeartbeatArgs(req, r.version)
+	a, err, msg := consumerHeartbeatArgs(req, r.Version)
 	if err != nil {
 		return fill(cgError(err, msg))
 	}
 	if b.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
 		return fill(cgError(kerr.GroupAuthorizationFailed, ""))
 	}
-	a.clientID, a.clientHost, a.image = r.clientID, clientHost(r.c.remote), b.currentImage()
+	a.clientID, a.clientHost, a.image = r.ClientID, clientHost(connOf(r).remote), b.currentImage()
 	if a.assignor != nil && !slices.Contains(b.groups.cfg.consumerAssignors, *a.assignor) {
 		return fill(cgError(kerr.UnsupportedAssignor, "assignor "+*a.assignor+" is not one of group.consumer.assignors"))
 	}
-	ch := b.groupAsk(req.Group, func(m *groupManager, reply func(any)) {
-		m.consumerHeartbeat(a, func(res cgHeartbeatResult) { reply(res) })
+	ch := askGroup(b, req.Group, func(m *groupManager, reply func(cgHeartbeatResult)) {
+		m.consumerHeartbeat(a, reply)
 	})
-	if ch == nil {
+	if !ch.Posted() {
 		return fill(cgError(kerr.CoordinatorNotAvailable, ""))
 	}
-	return deferred(func() any {
-		v, ok := b.groupWait(ch)
+	return wire.Deferred(func() any {
+		v, ok := ch.Wait()
 		if !ok {
 			return fill(cgError(kerr.CoordinatorNotAvailable, ""))
 		}
-		return fill(v.(cgHeartbeatResult))
+		return fill(v)
 	})
 }
 

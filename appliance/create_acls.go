@@ -14,13 +14,12 @@ package appliance
 // metadata batch; a binding that exists already succeeds unchanged.
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 30, min: 0, max: 3, handle: handleCreateACLs})
-}
+var createACLsAPI = apiDef{key: 30, min: 0, max: 3, handle: handleCreateACLs}
 
 // errSecurityDisabledMsg is Kafka's message for SECURITY_DISABLED.
 const errSecurityDisabledMsg = "No Authorizer is configured."
@@ -28,7 +27,7 @@ const errSecurityDisabledMsg = "No Authorizer is configured."
 // aclAPIRefusal is what every result of an ACL request answers when the
 // authorizer is off (SECURITY_DISABLED) or the principal may not perform op
 // on the cluster (CLUSTER_AUTHORIZATION_FAILED); ok when neither applies.
-func (b *Broker) aclAPIRefusal(r *request, op kmsg.ACLOperation) (code int16, msg string, ok bool) {
+func (b *Broker) aclAPIRefusal(r *wire.Request, op kmsg.ACLOperation) (code int16, msg string, ok bool) {
 	if b.authz == nil {
 		return kerr.SecurityDisabled.Code, errSecurityDisabledMsg, false
 	}
@@ -47,8 +46,8 @@ func aclPattern(version int16, pt kmsg.ACLResourcePatternType) int8 {
 	return int8(pt)
 }
 
-func handleCreateACLs(b *Broker, r *request) any {
-	req := r.req.(*kmsg.CreateACLsRequest)
+func handleCreateACLs(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.CreateACLsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
 	if code, msg, ok := b.aclAPIRefusal(r, kmsg.ACLOperationAlter); !ok {
 		for range req.Creations {
@@ -61,14 +60,14 @@ func handleCreateACLs(b *Broker, r *request) any {
 	}
 	bindings := make([]ACLBinding, len(req.Creations))
 	for i, c := range req.Creations {
-		bindings[i] = ACLBinding{ResourceType: int8(c.ResourceType), ResourceName: c.ResourceName, PatternType: aclPattern(r.version, c.ResourcePatternType),
+		bindings[i] = ACLBinding{ResourceType: int8(c.ResourceType), ResourceName: c.ResourceName, PatternType: aclPattern(r.Version, c.ResourcePatternType),
 			Principal: c.Principal, Host: c.Host, Operation: int8(c.Operation), Permission: int8(c.PermissionType)}
 	}
-	return deferred(func() any {
+	return wire.Deferred(func() any {
 		for _, err := range b.createACLs(bindings) {
 			res := kmsg.NewCreateACLsResponseResult()
-			res.ErrorCode = errCode(err)
-			res.ErrorMessage = adminErrMsg(err)
+			res.ErrorCode = wire.ErrCode(err)
+			res.ErrorMessage = wire.ErrMessage(err)
 			resp.Results = append(resp.Results, res)
 		}
 		return resp

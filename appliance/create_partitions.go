@@ -17,18 +17,17 @@ package appliance
 
 import (
 	"fmt"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 37, min: 0, max: 3, handle: handleCreatePartitions})
-}
+var createPartitionsAPI = apiDef{key: 37, min: 0, max: 3, handle: handleCreatePartitions}
 
-func handleCreatePartitions(b *Broker, r *request) any {
-	req := r.req.(*kmsg.CreatePartitionsRequest)
-	return deferred(func() any {
+func handleCreatePartitions(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.CreatePartitionsRequest)
+	return wire.Deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 		seen := map[string]int{}
 		for _, t := range req.Topics {
@@ -48,8 +47,8 @@ func handleCreatePartitions(b *Broker, r *request) any {
 			} else if err = b.topicAuthzErr(r, kmsg.ACLOperationAlter, t.Topic); err == nil {
 				err = b.createPartitionsTopic(t, req.ValidateOnly)
 			}
-			rt.ErrorCode = errCode(err)
-			rt.ErrorMessage = adminErrMsg(err)
+			rt.ErrorCode = wire.ErrCode(err)
+			rt.ErrorMessage = wire.ErrMessage(err)
 			resp.Topics = append(resp.Topics, rt)
 		}
 		return resp

@@ -18,18 +18,17 @@ package appliance
 
 import (
 	"fmt"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 19, min: 0, max: 7, handle: handleCreateTopics})
-}
+var createTopicsAPI = apiDef{key: 19, min: 0, max: 7, handle: handleCreateTopics}
 
-func handleCreateTopics(b *Broker, r *request) any {
-	req := r.req.(*kmsg.CreateTopicsRequest)
-	return deferred(func() any {
+func handleCreateTopics(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.CreateTopicsRequest)
+	return wire.Deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 		seen := map[string]int{}
 		for _, t := range req.Topics {
@@ -41,7 +40,7 @@ func handleCreateTopics(b *Broker, r *request) any {
 			rt.NumPartitions = -1
 			rt.ReplicationFactor = -1
 			fail := func(err error) {
-				rt.ErrorCode = errCode(err)
+				rt.ErrorCode = wire.ErrCode(err)
 				msg := err.Error()
 				rt.ErrorMessage = &msg
 			}

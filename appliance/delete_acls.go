@@ -11,15 +11,14 @@ package appliance
 // UNKNOWN element answers INVALID_REQUEST (42).
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 31, min: 0, max: 3, handle: handleDeleteACLs})
-}
+var deleteACLsAPI = apiDef{key: 31, min: 0, max: 3, handle: handleDeleteACLs}
 
-func handleDeleteACLs(b *Broker, r *request) any {
-	req := r.req.(*kmsg.DeleteACLsRequest)
+func handleDeleteACLs(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.DeleteACLsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
 	if code, msg, ok := b.aclAPIRefusal(r, kmsg.ACLOperationAlter); !ok {
 		for range req.Filters {
@@ -32,15 +31,15 @@ func handleDeleteACLs(b *Broker, r *request) any {
 	}
 	filters := make([]ACLFilter, len(req.Filters))
 	for i, f := range req.Filters {
-		filters[i] = ACLFilter{ResourceType: int8(f.ResourceType), ResourceName: f.ResourceName, PatternType: aclPattern(r.version, f.ResourcePatternType),
+		filters[i] = ACLFilter{ResourceType: int8(f.ResourceType), ResourceName: f.ResourceName, PatternType: aclPattern(r.Version, f.ResourcePatternType),
 			Principal: f.Principal, Host: f.Host, Operation: int8(f.Operation), Permission: int8(f.PermissionType)}
 	}
-	return deferred(func() any {
+	return wire.Deferred(func() any {
 		matched, errs := b.deleteACLs(filters)
 		for i := range filters {
 			res := kmsg.NewDeleteACLsResponseResult()
-			res.ErrorCode = errCode(errs[i])
-			res.ErrorMessage = adminErrMsg(errs[i])
+			res.ErrorCode = wire.ErrCode(errs[i])
+			res.ErrorMessage = wire.ErrMessage(errs[i])
 			for _, bd := range matched[i] {
 				m := kmsg.NewDeleteACLsResponseResultMatchingACL()
 				m.ResourceType = kmsg.ACLResourceType(bd.ResourceType)

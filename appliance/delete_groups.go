@@ -12,41 +12,40 @@ package appliance
 // DeleteGroups does not remove them.
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 42, min: 0, max: 2, handle: handleDeleteGroups})
-}
+var deleteGroupsAPI = apiDef{key: 42, min: 0, max: 2, handle: handleDeleteGroups}
 
-func handleDeleteGroups(b *Broker, r *request) any {
-	req := r.req.(*kmsg.DeleteGroupsRequest)
+func handleDeleteGroups(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.DeleteGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
-	chans := make([]<-chan any, len(req.Groups))
+	chans := make([]wire.Reply[*kerr.Error], len(req.Groups))
 	for i, g := range req.Groups {
 		if b.groupDenied(r, kmsg.ACLOperationDelete, g) {
 			continue // answered GROUP_AUTHORIZATION_FAILED below
 		}
-		chans[i] = b.groupAsk(g, func(m *groupManager, reply func(any)) {
+		chans[i] = askGroup(b, g, func(m *groupManager, reply func(*kerr.Error)) {
 			if b.deleteShareGroup(g, reply) {
 				return
 			}
-			m.deleteGroup(g, func(err *kerr.Error) { reply(err) })
+			m.deleteGroup(g, reply)
 		})
 	}
-	return deferred(func() any {
+	return wire.Deferred(func() any {
 		for i, id := range req.Groups {
 			dg := kmsg.NewDeleteGroupsResponseGroup()
 			dg.Group = id
-			v, ok := b.groupWait(chans[i])
+			err, ok := chans[i].Wait()
 			switch {
 			case b.groupDenied(r, kmsg.ACLOperationDelete, id):
 				dg.ErrorCode = kerr.GroupAuthorizationFailed.Code
 			case !ok:
 				dg.ErrorCode = kerr.CoordinatorNotAvailable.Code
-			case v.(*kerr.Error) != nil:
-				dg.ErrorCode = v.(*kerr.Error).Code
+			case err != nil:
+				dg.ErrorCode = err.Code
 			}
 			resp.Groups = append(resp.Groups, dg)
 		}

@@ -21,6 +21,7 @@ package appliance
 import (
 	"errors"
 	"fmt"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"slices"
 	"time"
 
@@ -29,9 +30,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 21, min: 0, max: 2, handle: handleDeleteRecords})
-}
+var deleteRecordsAPI = apiDef{key: 21, min: 0, max: 2, handle: handleDeleteRecords}
 
 type deleteRecordsResult struct {
 	lowWatermark int64
@@ -44,9 +43,9 @@ type deleteRecordsWait struct {
 	ch     chan deleteRecordsResult
 }
 
-func handleDeleteRecords(b *Broker, r *request) any {
-	req := r.req.(*kmsg.DeleteRecordsRequest)
-	return deferred(func() any {
+func handleDeleteRecords(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.DeleteRecordsRequest)
+	return wire.Deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 		im := b.currentImage()
 		var waits []deleteRecordsWait
@@ -85,7 +84,7 @@ func handleDeleteRecords(b *Broker, r *request) any {
 			rp := &resp.Topics[w.ti].Partitions[w.pi]
 			select {
 			case res := <-w.ch:
-				rp.ErrorCode = errCode(res.err)
+				rp.ErrorCode = wire.ErrCode(res.err)
 				rp.LowWatermark = res.lowWatermark
 				changed = changed || res.changed
 			case <-timer.C:

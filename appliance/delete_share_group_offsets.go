@@ -13,17 +13,16 @@ package appliance
 // TOPIC_AUTHORIZATION_FAILED.
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 92, min: 0, max: 0, handle: handleDeleteShareGroupOffsets})
-}
+var deleteShareGroupOffsetsAPI = apiDef{key: 92, min: 0, max: 0, handle: handleDeleteShareGroupOffsets}
 
-func handleDeleteShareGroupOffsets(b *Broker, r *request) any {
-	req := r.req.(*kmsg.DeleteShareGroupOffsetsRequest)
-	return deferred(func() any {
+func handleDeleteShareGroupOffsets(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.DeleteShareGroupOffsetsRequest)
+	return wire.Deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
 		im := b.currentImage()
 		fail := func(err *kerr.Error) any {
@@ -51,13 +50,13 @@ func handleDeleteShareGroupOffsets(b *Broker, r *request) any {
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}
-		v, ok := b.shareAsk(req.GroupID, func(sm *shareManager, reply func(any)) {
-			sm.deleteStarts(req.GroupID, topics, func(err *kerr.Error) { reply(err) })
-		})
+		err, ok := askShare(b, req.GroupID, func(sm *shareManager, reply func(*kerr.Error)) {
+			sm.deleteStarts(req.GroupID, topics, reply)
+		}).Wait()
 		if !ok {
 			return fail(kerr.CoordinatorNotAvailable)
 		}
-		if err := v.(*kerr.Error); err != nil {
+		if err != nil {
 			return fail(err)
 		}
 		if len(topics) > 0 {

@@ -17,14 +17,13 @@ package appliance
 
 import (
 	"fmt"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 20, min: 0, max: 6, handle: handleDeleteTopics})
-}
+var deleteTopicsAPI = apiDef{key: 20, min: 0, max: 6, handle: handleDeleteTopics}
 
 // deleteTopicsEntry is one topic of a DeleteTopics request, by name or id.
 type deleteTopicsEntry struct {
@@ -49,11 +48,11 @@ func deleteTopicsEntries(req *kmsg.DeleteTopicsRequest, version int16) []deleteT
 	return out
 }
 
-func handleDeleteTopics(b *Broker, r *request) any {
-	req := r.req.(*kmsg.DeleteTopicsRequest)
-	return deferred(func() any {
+func handleDeleteTopics(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.DeleteTopicsRequest)
+	return wire.Deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
-		entries := deleteTopicsEntries(req, r.version)
+		entries := deleteTopicsEntries(req, r.Version)
 		names := map[string]int{}
 		ids := map[TopicID]int{}
 		for _, e := range entries {
@@ -71,8 +70,8 @@ func handleDeleteTopics(b *Broker, r *request) any {
 			rt.Topic = e.name
 			rt.TopicID = e.id
 			fail := func(err error) {
-				rt.ErrorCode = errCode(err)
-				rt.ErrorMessage = adminErrMsg(err)
+				rt.ErrorCode = wire.ErrCode(err)
+				rt.ErrorMessage = wire.ErrMessage(err)
 			}
 			switch {
 			case e.name == nil && e.id == (TopicID{}):

@@ -12,26 +12,25 @@ package appliance
 // (42). Matching bindings come grouped by resource pattern, sorted.
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 29, min: 0, max: 3, handle: handleDescribeACLs})
-}
+var describeACLsAPI = apiDef{key: 29, min: 0, max: 3, handle: handleDescribeACLs}
 
-func handleDescribeACLs(b *Broker, r *request) any {
-	req := r.req.(*kmsg.DescribeACLsRequest)
+func handleDescribeACLs(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.DescribeACLsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
 	if code, msg, ok := b.aclAPIRefusal(r, kmsg.ACLOperationDescribe); !ok {
 		resp.ErrorCode = code
 		resp.ErrorMessage = &msg
 		return resp
 	}
-	f := ACLFilter{ResourceType: int8(req.ResourceType), ResourceName: req.ResourceName, PatternType: aclPattern(r.version, req.ResourcePatternType),
+	f := ACLFilter{ResourceType: int8(req.ResourceType), ResourceName: req.ResourceName, PatternType: aclPattern(r.Version, req.ResourcePatternType),
 		Principal: req.Principal, Host: req.Host, Operation: int8(req.Operation), Permission: int8(req.PermissionType)}
 	if err := f.validate(); err != nil {
-		resp.ErrorCode = errCode(err)
-		resp.ErrorMessage = adminErrMsg(err)
+		resp.ErrorCode = wire.ErrCode(err)
+		resp.ErrorMessage = wire.ErrMessage(err)
 		return resp
 	}
 	_, bs := b.currentImage().ACLs.Filter(f)

@@ -15,16 +15,15 @@ package appliance
 // by their path (users/<user>/clients/<client-id>, ips/<ip>), values by key.
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 48, min: 0, max: 1, handle: handleDescribeClientQuotas})
-}
+var describeClientQuotasAPI = apiDef{key: 48, min: 0, max: 1, handle: handleDescribeClientQuotas}
 
-func handleDescribeClientQuotas(b *Broker, r *request) any {
-	req := r.req.(*kmsg.DescribeClientQuotasRequest)
+func handleDescribeClientQuotas(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.DescribeClientQuotasRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
 	comps := make([]quotaFilterComponent, len(req.Components))
 	for i, c := range req.Components {
@@ -33,7 +32,7 @@ func handleDescribeClientQuotas(b *Broker, r *request) any {
 	f, err := newQuotaFilter(comps, req.Strict)
 	if err != nil {
 		resp.ErrorCode = kerr.InvalidRequest.Code
-		resp.ErrorMessage = adminErrMsg(err)
+		resp.ErrorMessage = wire.ErrMessage(err)
 		return resp
 	}
 	for _, d := range b.currentImage().describeClientQuotas(f) {

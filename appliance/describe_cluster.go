@@ -17,14 +17,13 @@ package appliance
 
 import (
 	"fmt"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 60, min: 0, max: 1, handle: handleDescribeCluster})
-}
+var describeClusterAPI = apiDef{key: 60, min: 0, max: 1, handle: handleDescribeCluster}
 
 // clusterAuthorizedOps is the bitfield of the ACL operations Kafka supports
 // on the CLUSTER resource: CREATE (5), ALTER (7), DESCRIBE (8),
@@ -32,18 +31,18 @@ func init() {
 // IDEMPOTENT_WRITE (12).
 const clusterAuthorizedOps int32 = 1<<5 | 1<<7 | 1<<8 | 1<<9 | 1<<10 | 1<<11 | 1<<12
 
-func handleDescribeCluster(b *Broker, r *request) any {
-	req := r.req.(*kmsg.DescribeClusterRequest)
+func handleDescribeCluster(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
-	if r.version >= 1 && req.EndpointType != 1 {
+	if r.Version >= 1 && req.EndpointType != 1 {
 		var err error
 		if req.EndpointType == 2 {
 			err = fmt.Errorf("%w: the request was sent to an endpoint of type brokers, but we wanted an endpoint of type controllers", kerr.MismatchedEndpointType)
 		} else {
 			err = fmt.Errorf("%w: unsupported endpoint type %d", kerr.UnsupportedEndpointType, req.EndpointType)
 		}
-		resp.ErrorCode = errCode(err)
-		resp.ErrorMessage = adminErrMsg(err)
+		resp.ErrorCode = wire.ErrCode(err)
+		resp.ErrorMessage = wire.ErrMessage(err)
 		return resp
 	}
 	resp.EndpointType = 1

@@ -32,6 +32,7 @@ package appliance
 
 import (
 	"fmt"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,22 +41,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 32, min: 0, max: 4, handle: handleDescribeConfigs})
-}
+var describeConfigsAPI = apiDef{key: 32, min: 0, max: 4, handle: handleDescribeConfigs}
 
-func handleDescribeConfigs(b *Broker, r *request) any {
-	req := r.req.(*kmsg.DescribeConfigsRequest)
+func handleDescribeConfigs(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	im := b.currentImage()
-	synonyms := r.version >= 1 && req.IncludeSynonyms
+	synonyms := r.Version >= 1 && req.IncludeSynonyms
 	for _, rr := range req.Resources {
 		res := kmsg.NewDescribeConfigsResponseResource()
 		res.ResourceType = rr.ResourceType
 		res.ResourceName = rr.ResourceName
 		fail := func(err error) {
-			res.ErrorCode = errCode(err)
-			res.ErrorMessage = adminErrMsg(err)
+			res.ErrorCode = wire.ErrCode(err)
+			res.ErrorMessage = wire.ErrMessage(err)
 		}
 		if err := b.configResourceAuthzErr(r, kmsg.ACLOperationDescribeConfigs, rr.ResourceType, rr.ResourceName); err != nil {
 			fail(err)
@@ -92,15 +91,6 @@ func handleDescribeConfigs(b *Broker, r *request) any {
 		resp.Resources = append(resp.Resources, res)
 	}
 	return resp
-}
-
-// adminErrMsg is the ErrorMessage of an admin response for err.
-func adminErrMsg(err error) *string {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	return &msg
 }
 
 // checkBrokerResourceName accepts a broker resource named with our node id.

@@ -13,22 +13,21 @@ package appliance
 // ACLs), so they stay at Kafka's "not requested" value.
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 15, min: 0, max: 5, handle: handleDescribeGroups})
-}
+var describeGroupsAPI = apiDef{key: 15, min: 0, max: 5, handle: handleDescribeGroups}
 
-func handleDescribeGroups(b *Broker, r *request) any {
-	req := r.req.(*kmsg.DescribeGroupsRequest)
+func handleDescribeGroups(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
-	chans := make([]<-chan any, len(req.Groups))
+	chans := make([]wire.Reply[groupSummary], len(req.Groups))
 	for i, g := range req.Groups {
-		chans[i] = b.groupAsk(g, func(m *groupManager, reply func(any)) { reply(m.describe(g)) })
+		chans[i] = askGroup(b, g, func(m *groupManager, reply func(groupSummary)) { reply(m.describe(g)) })
 	}
-	return deferred(func() any {
+	return wire.Deferred(func() any {
 		for i, id := range req.Groups {
 			dg := kmsg.NewDescribeGroupsResponseGroup()
 			dg.Group = id
@@ -37,13 +36,12 @@ func handleDescribeGroups(b *Broker, r *request) any {
 				resp.Groups = append(resp.Groups, dg)
 				continue
 			}
-			v, ok := b.groupWait(chans[i])
+			s, ok := chans[i].Wait()
 			if !ok {
 				dg.ErrorCode = kerr.CoordinatorNotAvailable.Code
 				resp.Groups = append(resp.Groups, dg)
 				continue
 			}
-			s := v.(groupSummary)
 			dg.State, dg.ProtocolType, dg.Protocol = s.state, s.protocolType, s.protocolName
 			if id == "" {
 				dg.ErrorCode = kerr.InvalidGroupID.Code

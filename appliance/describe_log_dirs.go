@@ -12,6 +12,7 @@ package appliance
 // owner shard, one task per shard.
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"path/filepath"
 	"sort"
 	"time"
@@ -21,9 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func init() {
-	register(apiDef{key: 35, min: 0, max: 4, handle: handleDescribeLogDirs})
-}
+var describeLogDirsAPI = apiDef{key: 35, min: 0, max: 4, handle: handleDescribeLogDirs}
 
 // logDirPartition is one partition's entry, read on its shard.
 type logDirPartition struct {
@@ -32,9 +31,9 @@ type logDirPartition struct {
 	size  int64
 }
 
-func handleDescribeLogDirs(b *Broker, r *request) any {
-	req := r.req.(*kmsg.DescribeLogDirsRequest)
-	return deferred(func() any {
+func handleDescribeLogDirs(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.DescribeLogDirsRequest)
+	return wire.Deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
 		if !b.authorizeCluster(r, kmsg.ACLOperationDescribe) { // authorizer.go; v0-v2 answer no dirs
 			resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code

@@ -9,16 +9,15 @@ package appliance
 // Unknown partitions answer UNKNOWN_TOPIC_OR_PARTITION.
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 61, min: 0, max: 0, handle: handleDescribeProducers})
-}
+var describeProducersAPI = apiDef{key: 61, min: 0, max: 0, handle: handleDescribeProducers}
 
-func handleDescribeProducers(b *Broker, r *request) any {
-	req := r.req.(*kmsg.DescribeProducersRequest)
+func handleDescribeProducers(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.DescribeProducersRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
 	im := b.currentImage()
 	for _, t := range req.Topics {
@@ -65,7 +64,7 @@ func handleDescribeProducers(b *Broker, r *request) any {
 	if len(waits) == 0 {
 		return resp
 	}
-	return deferred(func() any {
+	return wire.Deferred(func() any {
 		for _, ch := range waits {
 			<-ch
 		}

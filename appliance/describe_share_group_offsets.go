@@ -14,19 +14,18 @@ package appliance
 // UNKNOWN_TOPIC_OR_PARTITION for its partitions.
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 90, min: 0, max: 1, handle: handleDescribeShareGroupOffsets})
-}
+var describeShareGroupOffsetsAPI = apiDef{key: 90, min: 0, max: 1, handle: handleDescribeShareGroupOffsets}
 
-func handleDescribeShareGroupOffsets(b *Broker, r *request) any {
-	req := r.req.(*kmsg.DescribeShareGroupOffsetsRequest)
-	return deferred(func() any {
+func handleDescribeShareGroupOffsets(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.DescribeShareGroupOffsetsRequest)
+	return wire.Deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.DescribeShareGroupOffsetsResponse)
 		im := b.currentImage()
 		for _, rg := range req.Groups {
@@ -40,15 +39,14 @@ func handleDescribeShareGroupOffsets(b *Broker, r *request) any {
 				fail(err)
 				continue
 			}
-			v, ok := b.shareAsk(rg.GroupID, func(sm *shareManager, reply func(any)) {
+			ans, ok := askShare(b, rg.GroupID, func(sm *shareManager, reply func(shareViewAnswer)) {
 				view, found := sm.view(rg.GroupID)
 				reply(shareViewAnswer{view, found})
-			})
+			}).Wait()
 			if !ok {
 				fail(kerr.CoordinatorNotAvailable)
 				continue
 			}
-			ans := v.(shareViewAnswer)
 			if !ans.found {
 				fail(kerr.GroupIDNotFound)
 				continue

@@ -9,42 +9,41 @@ package appliance
 // Unknown ids answer TRANSACTIONAL_ID_NOT_FOUND.
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 65, min: 0, max: 0, handle: handleDescribeTransactions})
-}
+var describeTransactionsAPI = apiDef{key: 65, min: 0, max: 0, handle: handleDescribeTransactions}
 
 type txnDescribeAnswer struct {
 	s  txnSummary
 	ok bool
 }
 
-func handleDescribeTransactions(b *Broker, r *request) any {
-	req := r.req.(*kmsg.DescribeTransactionsRequest)
+func handleDescribeTransactions(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.DescribeTransactionsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
-	chans := make([]<-chan any, len(req.TransactionalIDs))
+	chans := make([]wire.Reply[txnDescribeAnswer], len(req.TransactionalIDs))
 	for i, id := range req.TransactionalIDs {
-		chans[i] = b.txnAsk(id, func(m *txnManager, reply func(any)) {
+		chans[i] = askTxn(b, id, func(m *txnManager, reply func(txnDescribeAnswer)) {
 			s, ok := m.summary(id)
 			reply(txnDescribeAnswer{s, ok})
 		})
 	}
-	return deferred(func() any {
+	return wire.Deferred(func() any {
 		for i, id := range req.TransactionalIDs {
 			st := kmsg.NewDescribeTransactionsResponseTransactionState()
 			st.TransactionalID = id
 			st.ProducerID, st.ProducerEpoch, st.StartTimestamp = -1, -1, -1
-			v, ok := b.txnWait(chans[i])
+			v, ok := chans[i].Wait()
 			switch {
 			case !ok:
 				st.ErrorCode = kerr.CoordinatorNotAvailable.Code
-			case !v.(txnDescribeAnswer).ok:
+			case !v.ok:
 				st.ErrorCode = kerr.TransactionalIDNotFound.Code
 			default:
-				s := v.(txnDescribeAnswer).s
+				s := v.s
 				st.State, st.TimeoutMillis, st.StartTimestamp = s.state, s.timeoutMs, s.startMs
 				st.ProducerID, st.ProducerEpoch = s.pid, s.epoch
 				for _, p := range s.parts {

@@ -10,18 +10,17 @@ package appliance
 
 import (
 	"fmt"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 50, min: 0, max: 0, handle: handleDescribeUserScramCredentials})
-}
+var describeUserScramCredentialsAPI = apiDef{key: 50, min: 0, max: 0, handle: handleDescribeUserScramCredentials}
 
-func handleDescribeUserScramCredentials(b *Broker, r *request) any {
-	req := r.req.(*kmsg.DescribeUserSCRAMCredentialsRequest)
+func handleDescribeUserScramCredentials(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
 	im := b.currentImage()
 	var users []string
@@ -62,8 +61,8 @@ func handleDescribeUserScramCredentials(b *Broker, r *request) any {
 				rr.CredentialInfos = append(rr.CredentialInfos, ci)
 			}
 		}
-		rr.ErrorCode = errCode(err)
-		rr.ErrorMessage = adminErrMsg(err)
+		rr.ErrorCode = wire.ErrCode(err)
+		rr.ErrorMessage = wire.ErrMessage(err)
 		resp.Results = append(resp.Results, rr)
 	}
 	return resp

@@ -1,7 +1,8 @@
 // Package appliance wires a ringbroker node: configuration, the metadata
 // image and its log, the controller, partitions on their owner shards, the
 // Kafka wire protocol (one handler file per API key, each opening with a
-// comment on its behaviour and versions), the group coordinator (classic
+// comment on its behaviour and versions and declaring its apiDef, which
+// newAPITable binds into the broker's wire.Table), the group coordinator (classic
 // groups, group_state.go; KIP-848 consumer groups, consumer_group.go), share
 // groups (KIP-932: share_group.go on the coordinator, share_store.go and
 // share_partition.go on the topic partitions' shards), the transaction
@@ -10,8 +11,17 @@
 // the image (acl.go). It satisfies the small interfaces that cluster
 // and tiering declare.
 //
-// It may import cluster, tiering, nvme, ioring and numa; nothing imports it
-// except tools/.
+// It may import cluster, tiering, nvme, ioring, numa and its concept
+// packages (appliance/wire and the packages that register into it);
+// nothing imports it except tools/.
+//
+// Requests: a connection decodes a frame, looks its API up in the broker's
+// wire.Table (built once in New; no package-level table, so several brokers
+// run in one process) and hands the handler a wire.Request whose Owner is
+// the request's reqState and whose Conn is the *conn (connOf and stateOf
+// get them back without allocating). Handlers that ask a coordinator's
+// shard use wire.Ask through askGroup, askTxn and askShare, each typed by
+// its reply.
 //
 // Goroutines and ownership:
 //   - each shard's loop (ioring.Shard) owns the partitions placed on it

@@ -14,19 +14,18 @@ package appliance
 
 import (
 	"fmt"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 43, min: 0, max: 2, handle: handleElectLeaders})
-}
+var electLeadersAPI = apiDef{key: 43, min: 0, max: 2, handle: handleElectLeaders}
 
-func handleElectLeaders(b *Broker, r *request) any {
-	req := r.req.(*kmsg.ElectLeadersRequest)
+func handleElectLeaders(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.ElectLeadersRequest)
 	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
-	if r.version >= 1 && req.ElectionType != 0 && req.ElectionType != 1 {
+	if r.Version >= 1 && req.ElectionType != 0 && req.ElectionType != 1 {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp
 	}
@@ -48,8 +47,8 @@ func handleElectLeaders(b *Broker, r *request) any {
 			} else {
 				err = fmt.Errorf("%w: leader %d is the preferred replica of %s-%d", kerr.ElectionNotNeeded, b.cfg.NodeID, t.Topic, p)
 			}
-			rp.ErrorCode = errCode(err)
-			rp.ErrorMessage = adminErrMsg(err)
+			rp.ErrorCode = wire.ErrCode(err)
+			rp.ErrorMessage = wire.ErrMessage(err)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

@@ -15,31 +15,34 @@ package appliance
 // coordinator runs transaction version 1: no epoch bump per transaction).
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 26, min: 0, max: 5, handle: handleEndTxn})
-}
+var endTxnAPI = apiDef{key: 26, min: 0, max: 5, handle: handleEndTxn}
 
-func handleEndTxn(b *Broker, r *request) any {
-	req := r.req.(*kmsg.EndTxnRequest)
+func handleEndTxn(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	resp.ProducerID, resp.ProducerEpoch = req.ProducerID, req.ProducerEpoch
 	if b.txnIDDenied(r, req.TransactionalID) {
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return resp
 	}
-	ch := b.txnAsk(req.TransactionalID, func(m *txnManager, reply func(any)) {
-		m.endTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, func(err *kerr.Error) { reply([]*kerr.Error{err}) })
+	ch := askTxn(b, req.TransactionalID, func(m *txnManager, reply func(*kerr.Error)) {
+		m.endTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, reply)
 	})
-	if ch == nil {
+	if !ch.Posted() {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp
 	}
-	return deferred(func() any {
-		resp.ErrorCode = fencedCode(waitTxnErrs(b, ch, 1)[0], r.version >= 2)
+	return wire.Deferred(func() any {
+		err, ok := ch.Wait()
+		if !ok {
+			err = kerr.CoordinatorNotAvailable
+		}
+		resp.ErrorCode = fencedCode(err, r.Version >= 2)
 		return resp
 	})
 }

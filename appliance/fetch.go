@@ -21,15 +21,14 @@ package appliance
 
 import (
 	"errors"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 
 	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 1, min: 4, max: 16, handle: handleFetch})
-}
+var fetchAPI = apiDef{key: 1, min: 4, max: 16, handle: handleFetch}
 
 // fetchPartIn is one requested partition, resolved against the image.
 type fetchPartIn struct {
@@ -42,20 +41,20 @@ type fetchPartIn struct {
 	lastFetchedE int32
 }
 
-func handleFetch(b *Broker, r *request) any {
-	req := r.req.(*kmsg.FetchRequest)
-	fs := &r.rs.fetch
+func handleFetch(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.FetchRequest)
+	fs := &stateOf(r).fetch
 	// Epoch 0 (INITIAL) and -1 (FINAL) make a full request, whatever the
 	// session id (Kafka closes the named session and answers in full); only an
 	// incremental request (epoch > 0) needs a session, and we keep none.
 	if req.SessionEpoch != 0 && req.SessionEpoch != -1 {
-		return fs.enc.encode(r.version, kerr.FetchSessionIDNotFound.Code, 0, nil)
+		return fs.enc.encode(r.Version, kerr.FetchSessionIDNotFound.Code, 0, nil)
 	}
 	im := b.currentImage()
 	fs.reset(b, r, req, im)
 	for _, t := range req.Topics {
 		var topic *TopicImage
-		if r.version >= 13 {
+		if r.Version >= 13 {
 			topic = im.TopicsByID[TopicID(t.TopicID)]
 		} else {
 			topic = im.Topics[t.Topic]
@@ -68,7 +67,7 @@ func handleFetch(b *Broker, r *request) any {
 		for _, p := range t.Partitions {
 			op := fetchPartOut{partition: p.Partition, hw: -1, lso: -1, logStart: -1, readCommitted: req.IsolationLevel == 1, maxBytes: p.PartitionMaxBytes}
 			switch {
-			case topic == nil && r.version >= 13:
+			case topic == nil && r.Version >= 13:
 				op.errCode = kerr.UnknownTopicID.Code
 			case b.topicDenied(r, kmsg.ACLOperationRead, ot.name): // authorizer_checks.go
 				op.errCode = kerr.TopicAuthorizationFailed.Code
@@ -82,11 +81,11 @@ func handleFetch(b *Broker, r *request) any {
 		}
 	}
 	if len(fs.ins) == 0 {
-		return fs.enc.encode(r.version, 0, 0, fs.outs)
+		return fs.enc.encode(r.Version, 0, 0, fs.outs)
 	}
 	// Read on the owner shards, answering from the last (fetch_wait.go).
 	fs.begin()
-	return answerLater{}
+	return wire.AnswerLater{}
 }
 
 // readPartition runs on the owner shard. It returns the bytes added and
@@ -125,7 +124,7 @@ func readPartition(part *partition, in fetchPartIn, op *fetchPartOut, budget int
 	res, ends, err := part.log.ReadBatchesInto(op.chunks, op.ends[:0], in.offset, limit, maxOffset, first)
 	op.ends = ends
 	if err != nil {
-		op.errCode = errCode(err)
+		op.errCode = wire.ErrCode(err)
 		if errors.Is(err, nvme.ErrOffsetOutOfRange) {
 			op.hasRecords = false
 		}

@@ -13,6 +13,7 @@ package appliance
 // client quotas may hold continue on a goroutine.
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"sync"
 	"sync/atomic"
@@ -27,7 +28,7 @@ import (
 type fetchState struct {
 	rs   *reqState
 	b    *Broker
-	r    *request
+	r    *wire.Request
 	req  *kmsg.FetchRequest
 	im   *Image
 	outs []fetchTopicOut
@@ -65,7 +66,7 @@ func (fs *fetchState) init(rs *reqState) {
 	fs.lp.state.Store(lpDone)
 }
 
-func (fs *fetchState) reset(b *Broker, r *request, req *kmsg.FetchRequest, im *Image) {
+func (fs *fetchState) reset(b *Broker, r *wire.Request, req *kmsg.FetchRequest, im *Image) {
 	fs.b, fs.r, fs.req, fs.im = b, r, req, im
 	fs.outs, fs.ins = fs.outs[:0], fs.ins[:0]
 	fs.i, fs.total, fs.anyErr, fs.full = 0, 0, false, false
@@ -81,7 +82,7 @@ func (fs *fetchState) goneCode(in fetchPartIn) int16 {
 	switch {
 	case t != nil && int(in.partition) < len(t.Partitions):
 		return kerr.NotLeaderForPartition.Code
-	case t == nil && fs.r.version >= 13:
+	case t == nil && fs.r.Version >= 13:
 		return kerr.UnknownTopicID.Code
 	}
 	return kerr.UnknownTopicOrPartition.Code
@@ -153,10 +154,10 @@ func (fs *fetchState) begin() {
 // cross-shard wake-ups in request order, now 2.
 func (fs *fetchState) groupByShard() {
 	n := len(fs.b.shards)
-	if n < 2 || len(fs.ins) < 2 || fs.r.c == nil {
+	if n < 2 || len(fs.ins) < 2 || connOf(fs.r) == nil {
 		return
 	}
-	own := fs.r.c.shard
+	own := connOf(fs.r).shard
 	fs.ranks = fs.ranks[:0]
 	sorted := true
 	for i := range fs.ins {
@@ -255,7 +256,7 @@ func (fs *fetchState) releaseReads() {
 
 // connGone reports whether the fetch's connection has closed.
 func (fs *fetchState) connGone() bool {
-	c := fs.r.c
+	c := connOf(fs.r)
 	if c == nil {
 		return false
 	}
@@ -522,7 +523,7 @@ func (op *fetchPartOut) cut(n int32) {
 // finish answers with what the last pass read.
 func (fs *fetchState) finish() {
 	fs.lp.close()
-	fs.answer(fs.enc.encode(fs.r.version, 0, 0, fs.outs), false)
+	fs.answer(fs.enc.encode(fs.r.Version, 0, 0, fs.outs), false)
 }
 
 // restart begins another read pass from the first partition, on the
@@ -594,7 +595,7 @@ func (lp *fetchLongPoll) passDone() bool {
 		return false
 	}
 	if !lp.armed {
-		if !fs.r.c.addLongPoll(lp, lp.gen.Load()) {
+		if !connOf(fs.r).addLongPoll(lp, lp.gen.Load()) {
 			lp.close()
 			fs.answer(nil, false) // the connection is closing
 			return false
@@ -673,7 +674,7 @@ func (lp *fetchLongPoll) close() {
 	if lp.armed {
 		lp.armed = false
 		lp.timer.Stop()
-		lp.fs.r.c.removeLongPoll(lp)
+		connOf(lp.fs.r).removeLongPoll(lp)
 	}
 }
 
@@ -698,6 +699,6 @@ func (fs *fetchState) answer(out *rawResponse, offLoop bool) {
 		fs.releaseReads() // nobody will send them
 		fs.dropRefs()
 	}
-	r.c.complete(s)
+	connOf(r).complete(s)
 	fs.rs.unref()
 }

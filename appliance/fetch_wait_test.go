@@ -2,6 +2,7 @@ package appliance
 
 import (
 	"encoding/binary"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"golang.org/x/sys/unix"
 	"io"
 	"net"
@@ -543,7 +544,7 @@ func TestGroupByShardOrder(t *testing.T) {
 	b.lm.table.Store(&placement{topics: map[TopicID]*placedTopic{top.ID: placed}})
 	shardOf := func(p int32) int { return int(placed.shards[p]) }
 	for own := 0; own < n; own++ {
-		fs := &fetchState{b: b, r: &request{c: &conn{shard: own}}}
+		fs := &fetchState{b: b, r: &wire.Request{Conn: &conn{shard: own}}}
 		for p := range top.Partitions {
 			fs.ins = append(fs.ins, fetchPartIn{topic: top, partition: int32(p), pi: p})
 		}

@@ -11,16 +11,15 @@ package appliance
 // batches keys (KIP-699) and answers one coordinator per key.
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 10, min: 0, max: 6, handle: handleFindCoordinator})
-}
+var findCoordinatorAPI = apiDef{key: 10, min: 0, max: 6, handle: handleFindCoordinator}
 
-func handleFindCoordinator(b *Broker, r *request) any {
-	req := r.req.(*kmsg.FindCoordinatorRequest)
+func handleFindCoordinator(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	answer := func(key string) kmsg.FindCoordinatorResponseCoordinator {
 		c := kmsg.NewFindCoordinatorResponseCoordinator()
@@ -48,7 +47,7 @@ func handleFindCoordinator(b *Broker, r *request) any {
 		}
 		return c
 	}
-	if r.version >= 4 {
+	if r.Version >= 4 {
 		for _, k := range req.CoordinatorKeys {
 			resp.Coordinators = append(resp.Coordinators, answer(k))
 		}

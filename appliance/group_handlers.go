@@ -7,42 +7,21 @@ package appliance
 // coordinator shard and waits for the answer off the shard.
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"net"
 	"strings"
 )
 
-// groupAsk runs fn with groupID's manager on its shard. fn answers through
-// reply, once (later calls are dropped, never blocking the shard). It
-// returns nil when the coordinator is not available (starting or closing).
-func (b *Broker) groupAsk(groupID string, fn func(m *groupManager, reply func(any))) <-chan any {
-	if b.groups == nil {
-		return nil
+// askGroup runs fn with groupID's manager on its coordinator shard
+// (wire.Ask): fn answers through reply, once. The Reply is the zero one
+// when the coordinator is not available (not started, or closing).
+func askGroup[T any](b *Broker, groupID string, fn func(m *groupManager, reply func(T))) wire.Reply[T] {
+	gc := b.groups
+	if gc == nil {
+		return wire.Reply[T]{}
 	}
-	ch := make(chan any, 1)
-	reply := func(v any) {
-		select {
-		case ch <- v:
-		default:
-		}
-	}
-	if !b.groups.run(groupID, func(m *groupManager) { fn(m, reply) }) {
-		return nil
-	}
-	return ch
-}
-
-// groupWait waits for an answer from groupAsk; false if groupAsk asked no
-// coordinator (nil ch) or the broker closes first.
-func (b *Broker) groupWait(ch <-chan any) (any, bool) {
-	if ch == nil {
-		return nil, false
-	}
-	select {
-	case v := <-ch:
-		return v, true
-	case <-b.closing:
-		return nil, false
-	}
+	op := gc.partitionOf(groupID)
+	return wire.Ask(b.closing, op.st.loop.Post, func(reply func(T)) { fn(op.mgr, reply) })
 }
 
 // clientHost is the client's address as Kafka reports it ("/127.0.0.1").

@@ -7,16 +7,15 @@ package appliance
 // members) FENCED_INSTANCE_ID tell it its membership is gone.
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 12, min: 0, max: 4, handle: handleHeartbeat})
-}
+var heartbeatAPI = apiDef{key: 12, min: 0, max: 4, handle: handleHeartbeat}
 
-func handleHeartbeat(b *Broker, r *request) any {
-	req := r.req.(*kmsg.HeartbeatRequest)
+func handleHeartbeat(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.HeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
 	instance := ""
 	if req.InstanceID != nil {
@@ -26,18 +25,18 @@ func handleHeartbeat(b *Broker, r *request) any {
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp
 	}
-	ch := b.groupAsk(req.Group, func(m *groupManager, reply func(any)) {
+	ch := askGroup(b, req.Group, func(m *groupManager, reply func(*kerr.Error)) {
 		reply(m.heartbeat(req.Group, req.MemberID, instance, req.Generation))
 	})
-	if ch == nil {
+	if !ch.Posted() {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp
 	}
-	return deferred(func() any {
-		v, ok := b.groupWait(ch)
+	return wire.Deferred(func() any {
+		v, ok := ch.Wait()
 		if !ok {
 			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-		} else if err := v.(*kerr.Error); err != nil {
+		} else if err := v; err != nil {
 			resp.ErrorCode = err.Code
 		}
 		return resp

@@ -23,6 +23,7 @@ package appliance
 
 import (
 	"fmt"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"slices"
 	"strings"
 
@@ -30,13 +31,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 44, min: 0, max: 1, handle: handleIncrementalAlterConfigs})
-}
+var incrementalAlterConfigsAPI = apiDef{key: 44, min: 0, max: 1, handle: handleIncrementalAlterConfigs}
 
-func handleIncrementalAlterConfigs(b *Broker, r *request) any {
-	req := r.req.(*kmsg.IncrementalAlterConfigsRequest)
-	return deferred(func() any {
+func handleIncrementalAlterConfigs(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.IncrementalAlterConfigsRequest)
+	return wire.Deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 		seen := countResources(req.Resources, func(rr kmsg.IncrementalAlterConfigsRequestResource) configResource {
 			return configResource{rr.ResourceType, rr.ResourceName}
@@ -51,8 +50,8 @@ func handleIncrementalAlterConfigs(b *Broker, r *request) any {
 			} else if err = b.configResourceAuthzErr(r, kmsg.ACLOperationAlterConfigs, rr.ResourceType, rr.ResourceName); err == nil {
 				err = b.incrementalAlterResource(rr, req.ValidateOnly)
 			}
-			res.ErrorCode = errCode(err)
-			res.ErrorMessage = adminErrMsg(err)
+			res.ErrorCode = wire.ErrCode(err)
+			res.ErrorMessage = wire.ErrMessage(err)
 			resp.Resources = append(resp.Resources, res)
 		}
 		return resp

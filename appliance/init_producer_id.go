@@ -12,15 +12,14 @@ package appliance
 
 import (
 	"fmt"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 22, min: 0, max: 5, handle: handleInitProducerID})
-}
+var initProducerIDAPI = apiDef{key: 22, min: 0, max: 5, handle: handleInitProducerID}
 
 // producerIDBlockSize is how many producer ids one metadata record reserves.
 const producerIDBlockSize = 1000
@@ -54,9 +53,9 @@ func (b *Broker) newProducerID() (int64, error) {
 	return start, nil
 }
 
-func handleInitProducerID(b *Broker, r *request) any {
-	req := r.req.(*kmsg.InitProducerIDRequest)
-	return deferred(func() any {
+func handleInitProducerID(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.InitProducerIDRequest)
+	return wire.Deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 		resp.ProducerID, resp.ProducerEpoch = -1, -1
 		if code := b.initProducerIDDenied(r, req); code != 0 {
@@ -72,7 +71,7 @@ func handleInitProducerID(b *Broker, r *request) any {
 		}
 		id, err := b.newProducerID()
 		if err != nil {
-			resp.ErrorCode = errCode(err)
+			resp.ErrorCode = wire.ErrCode(err)
 			return resp
 		}
 		resp.ProducerID, resp.ProducerEpoch = id, 0

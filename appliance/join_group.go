@@ -11,23 +11,22 @@ package appliance
 // (KIP-814). The answer waits until the rebalance completes.
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 11, min: 0, max: 9, handle: handleJoinGroup})
-}
+var joinGroupAPI = apiDef{key: 11, min: 0, max: 9, handle: handleJoinGroup}
 
-func handleJoinGroup(b *Broker, r *request) any {
-	req := r.req.(*kmsg.JoinGroupRequest)
+func handleJoinGroup(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.JoinGroupRequest)
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
-	a := joinArgs{group: req.Group, memberID: req.MemberID, clientID: r.clientID, clientHost: clientHost(r.c.remote),
+	a := joinArgs{group: req.Group, memberID: req.MemberID, clientID: r.ClientID, clientHost: clientHost(connOf(r).remote),
 		protocolType: req.ProtocolType, sessionTimeout: time.Duration(req.SessionTimeoutMillis) * time.Millisecond,
-		rebalanceTimeout: time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond, requireKnownMemberID: r.version >= 4}
-	if r.version == 0 || req.RebalanceTimeoutMillis <= 0 {
+		rebalanceTimeout: time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond, requireKnownMemberID: r.Version >= 4}
+	if r.Version == 0 || req.RebalanceTimeoutMillis <= 0 {
 		a.rebalanceTimeout = a.sessionTimeout
 	}
 	if req.InstanceID != nil {
@@ -44,7 +43,7 @@ func handleJoinGroup(b *Broker, r *request) any {
 		resp.MemberID = res.memberID
 		resp.LeaderID = res.leader
 		resp.SkipAssignment = res.skipAssignment
-		if res.protocolName != "" || r.version < 7 {
+		if res.protocolName != "" || r.Version < 7 {
 			resp.Protocol = strPtr(res.protocolName)
 		}
 		if res.protocolType != "" {
@@ -67,17 +66,17 @@ func handleJoinGroup(b *Broker, r *request) any {
 	if b.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
 		return fill(joinError(kerr.GroupAuthorizationFailed, req.MemberID))
 	}
-	ch := b.groupAsk(req.Group, func(m *groupManager, reply func(any)) {
-		m.join(a, func(res joinResult) { reply(res) })
+	ch := askGroup(b, req.Group, func(m *groupManager, reply func(joinResult)) {
+		m.join(a, reply)
 	})
-	if ch == nil {
+	if !ch.Posted() {
 		return fill(joinError(kerr.CoordinatorNotAvailable, req.MemberID))
 	}
-	return deferred(func() any {
-		v, ok := b.groupWait(ch)
+	return wire.Deferred(func() any {
+		v, ok := ch.Wait()
 		if !ok {
 			return fill(joinError(kerr.CoordinatorNotAvailable, req.MemberID))
 		}
-		return fill(v.(joinResult))
+		return fill(v)
 	})
 }

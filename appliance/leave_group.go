@@ -7,24 +7,23 @@ package appliance
 // triggers a rebalance of the others (or completes a pending join).
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 13, min: 0, max: 5, handle: handleLeaveGroup})
-}
+var leaveGroupAPI = apiDef{key: 13, min: 0, max: 5, handle: handleLeaveGroup}
 
 type leaveAnswer struct {
 	top *kerr.Error
 	per []*kerr.Error
 }
 
-func handleLeaveGroup(b *Broker, r *request) any {
-	req := r.req.(*kmsg.LeaveGroupRequest)
+func handleLeaveGroup(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.LeaveGroupRequest)
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
 	var members []leaveMember
-	if r.version < 3 {
+	if r.Version < 3 {
 		members = []leaveMember{{memberID: req.MemberID}}
 	} else {
 		for _, m := range req.Members {
@@ -40,7 +39,7 @@ func handleLeaveGroup(b *Broker, r *request) any {
 			resp.ErrorCode = a.top.Code
 			return resp
 		}
-		if r.version < 3 {
+		if r.Version < 3 {
 			if len(a.per) == 1 && a.per[0] != nil {
 				resp.ErrorCode = a.per[0].Code
 			}
@@ -59,18 +58,18 @@ func handleLeaveGroup(b *Broker, r *request) any {
 	if b.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
 		return fill(leaveAnswer{top: kerr.GroupAuthorizationFailed})
 	}
-	ch := b.groupAsk(req.Group, func(m *groupManager, reply func(any)) {
+	ch := askGroup(b, req.Group, func(m *groupManager, reply func(leaveAnswer)) {
 		top, per := m.leave(req.Group, members)
 		reply(leaveAnswer{top, per})
 	})
-	if ch == nil {
+	if !ch.Posted() {
 		return fill(leaveAnswer{top: kerr.CoordinatorNotAvailable})
 	}
-	return deferred(func() any {
-		v, ok := b.groupWait(ch)
+	return wire.Deferred(func() any {
+		v, ok := ch.Wait()
 		if !ok {
 			return fill(leaveAnswer{top: kerr.CoordinatorNotAvailable})
 		}
-		return fill(v.(leaveAnswer))
+		return fill(v)
 	})
 }

@@ -10,6 +10,7 @@ package appliance
 // protocol type "share") and filters by type (KIP-848).
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"sort"
 	"strings"
 
@@ -17,12 +18,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 16, min: 0, max: 5, handle: handleListGroups})
-}
+var listGroupsAPI = apiDef{key: 16, min: 0, max: 5, handle: handleListGroups}
 
-func handleListGroups(b *Broker, r *request) any {
-	req := r.req.(*kmsg.ListGroupsRequest)
+func handleListGroups(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	gc := b.groups
 	if gc == nil {
@@ -50,7 +49,7 @@ func handleListGroups(b *Broker, r *request) any {
 		}
 		return false
 	}
-	return deferred(func() any {
+	return wire.Deferred(func() any {
 		var all []groupSummary
 		for i, ch := range chans {
 			select {
@@ -70,10 +69,10 @@ func handleListGroups(b *Broker, r *request) any {
 			if !visible(g.id) {
 				continue
 			}
-			if r.version >= 4 && !match(req.StatesFilter, g.state) {
+			if r.Version >= 4 && !match(req.StatesFilter, g.state) {
 				continue
 			}
-			if r.version >= 5 && !match(req.TypesFilter, g.groupType) {
+			if r.Version >= 5 && !match(req.TypesFilter, g.groupType) {
 				continue
 			}
 			lg := kmsg.NewListGroupsResponseGroup()

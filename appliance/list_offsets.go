@@ -11,16 +11,15 @@ package appliance
 // UNKNOWN_LEADER_EPOCH) and returns the leader epoch.
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 2, min: 1, max: 8, handle: handleListOffsets})
-}
+var listOffsetsAPI = apiDef{key: 2, min: 1, max: 8, handle: handleListOffsets}
 
-func handleListOffsets(b *Broker, r *request) any {
-	req := r.req.(*kmsg.ListOffsetsRequest)
+func handleListOffsets(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	im := b.currentImage()
 	// Build the whole response first: shards write into it concurrently
@@ -52,7 +51,7 @@ func handleListOffsets(b *Broker, r *request) any {
 			}
 			ch := make(chan struct{})
 			waits = append(waits, ch)
-			in, isolation, version := p, req.IsolationLevel, r.version
+			in, isolation, version := p, req.IsolationLevel, r.Version
 			b.withPartition(topic, p.Partition, func(part *partition) {
 				defer close(ch)
 				listOffset(part, in, isolation, version, out)
@@ -62,7 +61,7 @@ func handleListOffsets(b *Broker, r *request) any {
 	if len(waits) == 0 {
 		return resp
 	}
-	return deferred(func() any {
+	return wire.Deferred(func() any {
 		for _, ch := range waits {
 			<-ch
 		}

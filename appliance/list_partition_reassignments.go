@@ -10,16 +10,15 @@ package appliance
 // (CLUSTER_AUTHORIZATION_FAILED, 31).
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 46, min: 0, max: 0, handle: handleListPartitionReassignments})
-}
+var listPartitionReassignmentsAPI = apiDef{key: 46, min: 0, max: 0, handle: handleListPartitionReassignments}
 
-func handleListPartitionReassignments(b *Broker, r *request) any {
-	req := r.req.(*kmsg.ListPartitionReassignmentsRequest)
+func handleListPartitionReassignments(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.ListPartitionReassignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
 	if !b.authorizeCluster(r, kmsg.ACLOperationDescribe) { // authorizer.go
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code

@@ -8,6 +8,7 @@ package appliance
 // ids, and (v1) by transactions open for longer than duration_filter_ms.
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"slices"
 	"time"
 
@@ -15,14 +16,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 66, min: 0, max: 1, handle: handleListTransactions})
-}
+var listTransactionsAPI = apiDef{key: 66, min: 0, max: 1, handle: handleListTransactions}
 
 var txnStateNames = []string{"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort", "Dead", "PrepareEpochFence"}
 
-func handleListTransactions(b *Broker, r *request) any {
-	req := r.req.(*kmsg.ListTransactionsRequest)
+func handleListTransactions(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.ListTransactionsRequest)
 	resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
 	for _, s := range req.StateFilters {
 		if !slices.Contains(txnStateNames, s) {
@@ -41,10 +40,10 @@ func handleListTransactions(b *Broker, r *request) any {
 		tc.post(tp.st, func() { ch <- tp.mgr.list() })
 	}
 	minDur := int64(-1)
-	if r.version >= 1 {
+	if r.Version >= 1 {
 		minDur = req.DurationFilterMillis
 	}
-	return deferred(func() any {
+	return wire.Deferred(func() any {
 		now := time.Now().UnixMilli()
 		for _, ch := range chans {
 			var list []txnSummary

@@ -17,6 +17,7 @@ package appliance
 
 import (
 	"fmt"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"net"
 	"strconv"
 	"strings"
@@ -376,9 +377,9 @@ func parsePlainJAAS(s string) (map[string]string, error) {
 // advertisedFor is the advertised host and port of the listener r came in
 // on (Kafka answers with the endpoints of the request's listener name);
 // the first listener's for a request without a connection.
-func (b *Broker) advertisedFor(r *request) (string, int32) {
-	if r != nil && r.c != nil && r.c.lis != nil {
-		return r.c.lis.AdvertisedHost, r.c.lis.AdvertisedPort
+func (b *Broker) advertisedFor(r *wire.Request) (string, int32) {
+	if r != nil && connOf(r) != nil && connOf(r).lis != nil {
+		return connOf(r).lis.AdvertisedHost, connOf(r).lis.AdvertisedPort
 	}
 	return b.cfg.AdvertisedHost, b.cfg.AdvertisedPort
 }

@@ -14,21 +14,20 @@ package appliance
 
 import (
 	"errors"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 3, min: 0, max: 12, handle: handleMetadata})
-}
+var metadataAPI = apiDef{key: 3, min: 0, max: 12, handle: handleMetadata}
 
-func handleMetadata(b *Broker, r *request) any {
-	req := r.req.(*kmsg.MetadataRequest)
+func handleMetadata(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.MetadataRequest)
 	im := b.currentImage()
 	needsCreate := false
-	autoCreate := b.cfg.AutoCreateTopics && (r.version < 4 || req.AllowAutoTopicCreation)
+	autoCreate := b.cfg.AutoCreateTopics && (r.Version < 4 || req.AllowAutoTopicCreation)
 	if autoCreate && req.Topics != nil {
 		for _, t := range req.Topics {
 			if t.Topic != nil && im.Topics[*t.Topic] == nil && validTopicName(*t.Topic) == nil && !b.metadataTopicDenied(r, req, *t.Topic, false) {
@@ -39,7 +38,7 @@ func handleMetadata(b *Broker, r *request) any {
 	if !needsCreate {
 		return buildMetadata(b, r, req, nil)
 	}
-	return deferred(func() any {
+	return wire.Deferred(func() any {
 		created := map[string]error{}
 		for _, t := range req.Topics {
 			if t.Topic == nil || validTopicName(*t.Topic) != nil || b.metadataTopicDenied(r, req, *t.Topic, false) {
@@ -62,7 +61,7 @@ func handleMetadata(b *Broker, r *request) any {
 	})
 }
 
-func buildMetadata(b *Broker, r *request, req *kmsg.MetadataRequest, createErrs map[string]error) kmsg.Response {
+func buildMetadata(b *Broker, r *wire.Request, req *kmsg.MetadataRequest, createErrs map[string]error) kmsg.Response {
 	im := b.currentImage()
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	br := kmsg.NewMetadataResponseBroker()
@@ -73,13 +72,13 @@ func buildMetadata(b *Broker, r *request, req *kmsg.MetadataRequest, createErrs 
 	resp.ClusterID = &cid
 	resp.ControllerID = b.cfg.NodeID
 
-	all := req.Topics == nil || (r.version == 0 && len(req.Topics) == 0)
+	all := req.Topics == nil || (r.Version == 0 && len(req.Topics) == 0)
 	if all {
 		for _, name := range im.SortedTopicNames() {
 			if name == metadataTopic || b.topicDenied(r, kmsg.ACLOperationDescribe, name) {
 				continue
 			}
-			resp.Topics = append(resp.Topics, metadataTopicResp(b, r.version, im.Topics[name]))
+			resp.Topics = append(resp.Topics, metadataTopicResp(b, r.Version, im.Topics[name]))
 		}
 		return resp
 	}
@@ -122,14 +121,14 @@ func buildMetadata(b *Broker, r *request, req *kmsg.MetadataRequest, createErrs 
 			case validTopicName(name) != nil:
 				mt.ErrorCode = kerr.InvalidTopicException.Code
 			case createErrs[name] != nil:
-				mt.ErrorCode = errCode(createErrs[name])
+				mt.ErrorCode = wire.ErrCode(createErrs[name])
 			default:
 				mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			}
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
-		resp.Topics = append(resp.Topics, metadataTopicResp(b, r.version, t))
+		resp.Topics = append(resp.Topics, metadataTopicResp(b, r.Version, t))
 	}
 	return resp
 }

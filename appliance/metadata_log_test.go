@@ -2,6 +2,7 @@ package appliance
 
 import (
 	"errors"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"log/slog"
 	"os"
 	"strings"
@@ -126,7 +127,7 @@ func TestAddedPartitionThatCannotOpenIsOffline(t *testing.T) {
 	rt := kmsg.NewMetadataRequestTopic()
 	rt.Topic = kmsg.StringPtr("grow")
 	req.Topics = append(req.Topics, rt)
-	resp := buildMetadata(b, &request{version: 12, req: req}, req, nil).(*kmsg.MetadataResponse)
+	resp := buildMetadata(b, &wire.Request{Version: 12, Req: req}, req, nil).(*kmsg.MetadataResponse)
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 3 || len(im.Topics["grow"].Partitions) != 3 {
 		t.Fatalf("metadata after the partial add: %+v", resp.Topics)
 	}

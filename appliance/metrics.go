@@ -44,6 +44,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"io"
 	"net"
 	"net/http"
@@ -102,9 +103,10 @@ type topicMetrics struct {
 	bytesIn, messagesIn, bytesOut *metrics.Counter
 }
 
-func newBrokerMetrics(b *Broker) *brokerMetrics {
+func newBrokerMetrics(b *Broker, apis *wire.Table) *brokerMetrics {
 	m := &brokerMetrics{b: b, set: metrics.NewSet(), topics: map[string]*topicMetrics{}, connsRejected: map[string]*metrics.Counter{}}
-	for key := range apis {
+	for _, a := range apis.Sorted() {
+		key := a.Key
 		if key < 0 || int(key) > maxMetricAPIKey {
 			continue
 		}
@@ -255,7 +257,7 @@ func (m *brokerMetrics) requestDone(key int16, start time.Time, resp any) {
 	switch r := resp.(type) {
 	case nil, *rawResponse:
 		// acks=0, or a fetch (counted in fetched).
-	case closeConn:
+	case wire.Close:
 		m.countError(key, kerr.UnknownServerError.Code)
 	case *kmsg.ProduceResponse:
 		for i := range r.Topics {

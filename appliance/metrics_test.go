@@ -3,6 +3,7 @@ package appliance
 import (
 	"context"
 	"fmt"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"io"
 	"log/slog"
 	"net/http"
@@ -113,7 +114,7 @@ func TestMetricsDisabledAndBadListener(t *testing.T) {
 
 func TestCountResponseErrors(t *testing.T) {
 	b := &Broker{}
-	m := newBrokerMetrics(b)
+	m := newBrokerMetrics(b, newAPITable(b))
 	resp := kmsg.NewPtrDeleteTopicsResponse()
 	for _, code := range []int16{0, kerr.UnknownTopicOrPartition.Code, kerr.UnknownTopicOrPartition.Code} {
 		rt := kmsg.NewDeleteTopicsResponseTopic()
@@ -145,7 +146,7 @@ func TestCountResponseErrors(t *testing.T) {
 }
 
 func BenchmarkMetricsProduced(b *testing.B) {
-	m := newBrokerMetrics(&Broker{})
+	m := newBrokerMetrics(&Broker{}, wire.NewTable())
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		m.produced("orders", 1000, 10)
@@ -153,7 +154,7 @@ func BenchmarkMetricsProduced(b *testing.B) {
 }
 
 func TestMetricsHotPathAllocs(t *testing.T) {
-	m := newBrokerMetrics(&Broker{})
+	m := newBrokerMetrics(&Broker{}, wire.NewTable())
 	m.produced("orders", 1, 1)
 	if n := testing.AllocsPerRun(100, func() { m.produced("orders", 1000, 10) }); n != 0 {
 		t.Errorf("produced allocates %v times", n)

@@ -19,22 +19,21 @@ package appliance
 // partition timestamp and v2-v4's retention_time set an explicit expiry.
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 8, min: 0, max: 9, handle: handleOffsetCommit})
-}
+var offsetCommitAPI = apiDef{key: 8, min: 0, max: 9, handle: handleOffsetCommit}
 
-func handleOffsetCommit(b *Broker, r *request) any {
-	req := r.req.(*kmsg.OffsetCommitRequest)
+func handleOffsetCommit(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.OffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	im := b.currentImage()
 	a := offsetCommitArgs{group: req.Group, memberID: req.MemberID, generation: req.Generation}
-	if r.version == 0 {
+	if r.Version == 0 {
 		a.generation, a.memberID = -1, ""
 	}
 	if req.InstanceID != nil {
@@ -59,16 +58,16 @@ func handleOffsetCommit(b *Broker, r *request) any {
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
 				it := offsetCommitItem{topic: t.Topic, partition: p.Partition, offset: p.Offset, leaderEpoch: -1, expireTime: -1}
-				if r.version >= 6 {
+				if r.Version >= 6 {
 					it.leaderEpoch = p.LeaderEpoch
 				}
 				if p.Metadata != nil {
 					it.metadata = *p.Metadata
 				}
-				if r.version == 1 && p.Timestamp > 0 {
+				if r.Version == 1 && p.Timestamp > 0 {
 					it.expireTime = p.Timestamp + b.groups.cfg.offsetsRetention.Milliseconds()
 				}
-				if r.version >= 2 && r.version <= 4 && req.RetentionTimeMillis > 0 {
+				if r.Version >= 2 && r.Version <= 4 && req.RetentionTimeMillis > 0 {
 					it.expireTime = now + req.RetentionTimeMillis
 				}
 				a.items = append(a.items, it)
@@ -96,17 +95,17 @@ func handleOffsetCommit(b *Broker, r *request) any {
 	if len(a.items) == 0 {
 		return resp
 	}
-	ch := b.groupAsk(req.Group, func(m *groupManager, reply func(any)) {
-		m.commitOffsets(a, func(errs []*kerr.Error) { reply(errs) })
+	ch := askGroup(b, req.Group, func(m *groupManager, reply func([]*kerr.Error)) {
+		m.commitOffsets(a, reply)
 	})
-	if ch == nil {
+	if !ch.Posted() {
 		return failAll(kerr.CoordinatorNotAvailable)
 	}
-	return deferred(func() any {
-		v, ok := b.groupWait(ch)
+	return wire.Deferred(func() any {
+		v, ok := ch.Wait()
 		if !ok {
 			return failAll(kerr.CoordinatorNotAvailable)
 		}
-		return setAll(v.([]*kerr.Error))
+		return setAll(v)
 	})
 }

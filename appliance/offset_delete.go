@@ -10,21 +10,20 @@ package appliance
 // protocol NON_EMPTY_GROUP.
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 47, min: 0, max: 0, handle: handleOffsetDelete})
-}
+var offsetDeleteAPI = apiDef{key: 47, min: 0, max: 0, handle: handleOffsetDelete}
 
 type offsetDeleteAnswer struct {
 	top *kerr.Error
 	per []*kerr.Error
 }
 
-func handleOffsetDelete(b *Broker, r *request) any {
-	req := r.req.(*kmsg.OffsetDeleteRequest)
+func handleOffsetDelete(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.OffsetDeleteRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
 	im := b.currentImage()
 	type slot struct{ ti, pi int }
@@ -52,20 +51,19 @@ func handleOffsetDelete(b *Broker, r *request) any {
 		resp.Topics = nil
 		return resp
 	}
-	ch := b.groupAsk(req.Group, func(m *groupManager, reply func(any)) {
+	ch := askGroup(b, req.Group, func(m *groupManager, reply func(offsetDeleteAnswer)) {
 		m.deleteOffsets(req.Group, tps, func(top *kerr.Error, per []*kerr.Error) { reply(offsetDeleteAnswer{top, per}) })
 	})
-	if ch == nil {
+	if !ch.Posted() {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp
 	}
-	return deferred(func() any {
-		v, ok := b.groupWait(ch)
+	return wire.Deferred(func() any {
+		a, ok := ch.Wait()
 		if !ok {
 			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 			return resp
 		}
-		a := v.(offsetDeleteAnswer)
 		if a.top != nil {
 			resp.ErrorCode = a.top.Code
 			resp.Topics = nil

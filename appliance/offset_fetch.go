@@ -13,13 +13,12 @@ package appliance
 // UNKNOWN_MEMBER_ID and another epoch STALE_MEMBER_EPOCH (group level).
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 9, min: 0, max: 9, handle: handleOffsetFetch})
-}
+var offsetFetchAPI = apiDef{key: 9, min: 0, max: 9, handle: handleOffsetFetch}
 
 // fetchMember is the member id and member epoch of an OffsetFetch v9 group.
 type fetchMember struct {
@@ -35,8 +34,8 @@ type offsetFetchAnswer struct {
 // askOffsets starts a fetch for one group; topics nil asks for all. member
 // is the v9 member id and epoch, checked against a consumer-protocol group
 // when given.
-func (b *Broker) askOffsets(group string, topics map[string][]int32, order []string, requireStable bool, member *fetchMember) <-chan any {
-	return b.groupAsk(group, func(m *groupManager, reply func(any)) {
+func (b *Broker) askOffsets(group string, topics map[string][]int32, order []string, requireStable bool, member *fetchMember) wire.Reply[offsetFetchAnswer] {
+	return askGroup(b, group, func(m *groupManager, reply func(offsetFetchAnswer)) {
 		if member != nil {
 			if err := m.checkFetchMember(group, member.id, member.epoch); err != nil {
 				reply(offsetFetchAnswer{err: err})
@@ -55,22 +54,21 @@ func (b *Broker) askOffsets(group string, topics map[string][]int32, order []str
 	})
 }
 
-func waitOffsets(b *Broker, ch <-chan any) offsetFetchAnswer {
-	if ch == nil {
-		return offsetFetchAnswer{err: kerr.CoordinatorNotAvailable}
-	}
-	v, ok := b.groupWait(ch)
+// waitOffsets waits for askOffsets' answer; COORDINATOR_NOT_AVAILABLE when
+// no coordinator was asked or the broker closes first.
+func waitOffsets(ch wire.Reply[offsetFetchAnswer]) offsetFetchAnswer {
+	ans, ok := ch.Wait()
 	if !ok {
 		return offsetFetchAnswer{err: kerr.CoordinatorNotAvailable}
 	}
-	return v.(offsetFetchAnswer)
+	return ans
 }
 
-func handleOffsetFetch(b *Broker, r *request) any {
-	req := r.req.(*kmsg.OffsetFetchRequest)
+func handleOffsetFetch(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.OffsetFetchRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
-	if r.version >= 8 {
-		chans := make([]<-chan any, len(req.Groups))
+	if r.Version >= 8 {
+		chans := make([]wire.Reply[offsetFetchAnswer], len(req.Groups))
 		for i, g := range req.Groups {
 			var topics map[string][]int32
 			var order []string
@@ -87,17 +85,17 @@ func handleOffsetFetch(b *Broker, r *request) any {
 				continue // answered GROUP_AUTHORIZATION_FAILED below
 			}
 			var member *fetchMember
-			if r.version >= 9 && g.MemberID != nil {
+			if r.Version >= 9 && g.MemberID != nil {
 				member = &fetchMember{id: *g.MemberID, epoch: g.MemberEpoch}
 			}
 			chans[i] = b.askOffsets(g.Group, topics, order, req.RequireStable, member)
 		}
-		return deferred(func() any {
+		return wire.Deferred(func() any {
 			for i, g := range req.Groups {
-				ans := waitOffsets(b, chans[i])
+				ans := waitOffsets(chans[i])
 				rg := kmsg.NewOffsetFetchResponseGroup()
 				rg.Group = g.Group
-				if chans[i] == nil && b.groupDenied(r, kmsg.ACLOperationDescribe, g.Group) {
+				if !chans[i].Posted() && b.groupDenied(r, kmsg.ACLOperationDescribe, g.Group) {
 					rg.ErrorCode = kerr.GroupAuthorizationFailed.Code
 					resp.Groups = append(resp.Groups, rg)
 					continue
@@ -126,7 +124,7 @@ func handleOffsetFetch(b *Broker, r *request) any {
 	}
 	var topics map[string][]int32
 	var order []string
-	if req.Topics != nil || r.version < 2 {
+	if req.Topics != nil || r.Version < 2 {
 		topics = map[string][]int32{}
 		for _, t := range req.Topics {
 			if _, ok := topics[t.Topic]; !ok {
@@ -138,9 +136,9 @@ func handleOffsetFetch(b *Broker, r *request) any {
 	if b.groupDenied(r, kmsg.ACLOperationDescribe, req.Group) {
 		return offsetFetchGroupDenied(req, resp) // authorizer_checks.go
 	}
-	ch := b.askOffsets(req.Group, topics, order, r.version >= 7 && req.RequireStable, nil)
-	return deferred(func() any {
-		ans := waitOffsets(b, ch)
+	ch := b.askOffsets(req.Group, topics, order, r.Version >= 7 && req.RequireStable, nil)
+	return wire.Deferred(func() any {
+		ans := waitOffsets(ch)
 		if ans.err != nil {
 			resp.ErrorCode = ans.err.Code
 		}

@@ -16,15 +16,14 @@ package appliance
 // watermark is the log end offset).
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 23, min: 0, max: 4, handle: handleOffsetForLeaderEpoch})
-}
+var offsetForLeaderEpochAPI = apiDef{key: 23, min: 0, max: 4, handle: handleOffsetForLeaderEpoch}
 
 type epochEndResult struct {
 	errCode     int16
@@ -37,9 +36,9 @@ type epochEndWait struct {
 	ch     chan epochEndResult
 }
 
-func handleOffsetForLeaderEpoch(b *Broker, r *request) any {
-	req := r.req.(*kmsg.OffsetForLeaderEpochRequest)
-	return deferred(func() any {
+func handleOffsetForLeaderEpoch(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.OffsetForLeaderEpochRequest)
+	return wire.Deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 		im := b.currentImage()
 		var waits []epochEndWait
@@ -58,7 +57,7 @@ func handleOffsetForLeaderEpoch(b *Broker, r *request) any {
 				} else {
 					ch := make(chan epochEndResult, 1)
 					current := int32(-1)
-					if r.version >= 2 {
+					if r.Version >= 2 {
 						current = p.CurrentLeaderEpoch
 					}
 					epoch := p.LeaderEpoch

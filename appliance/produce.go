@@ -18,6 +18,7 @@ package appliance
 
 import (
 	"encoding/binary"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"strconv"
 	"time"
 
@@ -25,14 +26,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 0, min: 3, max: 11, advertiseMin: 0, advertise: true, handle: handleProduce, unsupported: produceUnsupported})
-}
+var produceAPI = apiDef{key: 0, min: 3, max: 11, advertiseFrom: 0, handle: handleProduce, unsupported: produceUnsupported}
 
-func produceUnsupported(r *request) any {
-	req, ok := r.req.(*kmsg.ProduceRequest)
-	if !ok || r.version > 11 {
-		return closeConn{reason: "unsupported Produce version"}
+func produceUnsupported(_ *Broker, r *wire.Request) any {
+	req, ok := r.Req.(*kmsg.ProduceRequest)
+	if !ok || r.Version > 11 {
+		return wire.Close{Reason: "unsupported Produce version"}
 	}
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	for _, t := range req.Topics {
@@ -48,14 +47,14 @@ func produceUnsupported(r *request) any {
 		resp.Topics = append(resp.Topics, rt)
 	}
 	if req.Acks == 0 {
-		return closeConn{reason: "acks=0 produce with an unsupported version (message format v0/v1)"}
+		return wire.Close{Reason: "acks=0 produce with an unsupported version (message format v0/v1)"}
 	}
 	return resp
 }
 
-func handleProduce(b *Broker, r *request) any {
-	req := r.req.(*kmsg.ProduceRequest)
-	ps := &r.rs.produce
+func handleProduce(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.ProduceRequest)
+	ps := &stateOf(r).produce
 	ps.reset(b, req.Acks)
 	im := b.currentImage()
 	var txnItems []txnProduceItem
@@ -79,13 +78,13 @@ func handleProduce(b *Broker, r *request) any {
 			case len(p.Records) == 0:
 				// Kafka's ProduceRequest.validateRecords: at least one batch.
 				rp.ErrorCode = kerr.InvalidRecord.Code
-				if r.version >= 8 {
+				if r.Version >= 8 {
 					msg := "a produce request must have at least one record batch per partition"
 					rp.ErrorMessage = &msg
 				}
 			case clientBatchViolation(p.Records, txn) != "":
 				rp.ErrorCode = kerr.InvalidRecord.Code
-				if r.version >= 8 {
+				if r.Version >= 8 {
 					msg := clientBatchViolation(p.Records, txn)
 					rp.ErrorMessage = &msg
 				}
@@ -106,7 +105,7 @@ func handleProduce(b *Broker, r *request) any {
 	if ps.n == 0 && throttle == 0 {
 		if req.Acks == 0 {
 			if reason := acks0Failure(&ps.resp); reason != "" {
-				return closeConn{reason: reason}
+				return wire.Close{Reason: reason}
 			}
 			return nil
 		}
@@ -131,7 +130,7 @@ func handleProduce(b *Broker, r *request) any {
 	if nothing {
 		ps.finish() // throttled, nothing to wait for
 	}
-	return answerLater{}
+	return wire.AnswerLater{}
 }
 
 // acks0Failure describes the first failed partition of a produce response,

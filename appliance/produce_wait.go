@@ -8,6 +8,7 @@ package appliance
 // request (acks=0 and 1; acks=-1 adds the group commit's callback).
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"sync/atomic"
 	"time"
 
@@ -233,11 +234,11 @@ func (ps *produceState) finish() {
 			continue
 		}
 		res := w.res
-		rp.ErrorCode = errCode(res.err)
+		rp.ErrorCode = wire.ErrCode(res.err)
 		rp.BaseOffset = res.baseOffset
 		rp.LogAppendTime = res.logAppendTime
 		rp.LogStartOffset = res.logStartOffset
-		if res.err != nil && r.version >= 8 {
+		if res.err != nil && r.Version >= 8 {
 			msg := res.err.Error()
 			rp.ErrorMessage = &msg
 		}
@@ -249,7 +250,7 @@ func (ps *produceState) finish() {
 	if ps.acks != 0 {
 		s.resp = &ps.resp
 	} else if reason := acks0Failure(&ps.resp); reason != "" {
-		s.resp = closeConn{reason: reason} // produce.go
+		s.resp = wire.Close{Reason: reason} // produce.go
 	}
 	if ps.throttle > 0 {
 		// producer_byte_rate: hold the answer (quota_enforce.go) off the
@@ -258,10 +259,10 @@ func (ps *produceState) finish() {
 		ps.rs.refs.Add(1)
 		go func() {
 			ps.b.holdThrottled(r, ps.throttle)
-			r.c.complete(s)
+			connOf(r).complete(s)
 			ps.rs.unref()
 		}()
 		return
 	}
-	r.c.complete(s)
+	connOf(r).complete(s)
 }

@@ -17,6 +17,7 @@ package appliance
 
 import (
 	"encoding/binary"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"strings"
 	"sync"
 	"time"
@@ -29,7 +30,7 @@ import (
 // SASL-authenticated user, or ANONYMOUS (Kafka's User:ANONYMOUS) on
 // PLAINTEXT listeners.
 func quotaUser(c *conn) string {
-	return strings.TrimPrefix(c.principal(), "User:")
+	return strings.TrimPrefix(c.Principal(), "User:")
 }
 
 // quotaType is a byte-rate quota kind (Kafka's ClientQuotaType).
@@ -131,7 +132,7 @@ func throttleMillis(d time.Duration) int32 {
 
 // holdThrottled waits d before a throttled response is written; it returns
 // early when the connection or the broker closes.
-func (b *Broker) holdThrottled(r *request, d time.Duration) {
+func (b *Broker) holdThrottled(r *wire.Request, d time.Duration) {
 	if d <= 0 {
 		return
 	}
@@ -139,7 +140,7 @@ func (b *Broker) holdThrottled(r *request, d time.Duration) {
 	defer t.Stop()
 	select {
 	case <-t.C:
-	case <-r.c.closed:
+	case <-connOf(r).closed:
 	case <-b.closing:
 	}
 }
@@ -147,7 +148,7 @@ func (b *Broker) holdThrottled(r *request, d time.Duration) {
 // produceQuota records a Produce request's record bytes against the
 // client's producer_byte_rate and returns the throttle time. Call only
 // with im.quotaKinds set.
-func (b *Broker) produceQuota(im *Image, r *request, req *kmsg.ProduceRequest) time.Duration {
+func (b *Broker) produceQuota(im *Image, r *wire.Request, req *kmsg.ProduceRequest) time.Duration {
 	if im.quotaKinds&quotaKindProduceBit == 0 {
 		return 0
 	}
@@ -157,14 +158,14 @@ func (b *Broker) produceQuota(im *Image, r *request, req *kmsg.ProduceRequest) t
 			n += int64(len(req.Topics[i].Partitions[j].Records))
 		}
 	}
-	return b.quotas.record(im, quotaProduce, quotaUser(r.c), r.clientID, n, time.Now())
+	return b.quotas.record(im, quotaProduce, quotaUser(connOf(r)), r.ClientID, n, time.Now())
 }
 
 // fetchQuota records a Fetch response's record bytes against the client's
 // consumer_byte_rate; when over quota it writes the throttle time into the
 // encoded response (out, from encodeFetchResponse) and holds it. Call only
 // with im.quotaKinds set.
-func (b *Broker) fetchQuota(im *Image, r *request, outs []fetchTopicOut, out any) {
+func (b *Broker) fetchQuota(im *Image, r *wire.Request, outs []fetchTopicOut, out any) {
 	if im.quotaKinds&quotaKindFetchBit == 0 {
 		return
 	}
@@ -174,7 +175,7 @@ func (b *Broker) fetchQuota(im *Image, r *request, outs []fetchTopicOut, out any
 			n += int64(outs[i].parts[j].bytes)
 		}
 	}
-	d := b.quotas.record(im, quotaFetch, quotaUser(r.c), r.clientID, n, time.Now())
+	d := b.quotas.record(im, quotaFetch, quotaUser(connOf(r)), r.ClientID, n, time.Now())
 	if d <= 0 {
 		return
 	}

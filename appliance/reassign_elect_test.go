@@ -1,6 +1,7 @@
 package appliance
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -108,7 +109,7 @@ func TestManualAssignmentPartitions(t *testing.T) {
 		if c.err != nil {
 			want = c.err.Code
 		}
-		if n != c.want || errCode(err) != want {
+		if n != c.want || wire.ErrCode(err) != want {
 			t.Errorf("%s: got %d, %v; want %d, %v", c.name, n, err, c.want, c.err)
 		}
 	}

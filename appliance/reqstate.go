@@ -30,12 +30,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 type reqState struct {
 	slot  slot
-	req   request
+	req   wire.Request
 	frame []byte
 	// own is the state's frame buffer (frames up to maxStateFrame); fb is
 	// a larger frame's, from the size-class free lists.
@@ -58,7 +59,7 @@ var reqPool sync.Pool
 func newReqState() *reqState {
 	rs := &reqState{}
 	rs.slot.rs = rs
-	rs.req.rs = rs
+	rs.req.Owner = rs
 	rs.produce.init(rs)
 	rs.fetch.init(rs)
 	return rs
@@ -82,7 +83,7 @@ func getReqState(n int) *reqState {
 	rs.refs.Store(1) // the writer's
 	rs.pooled = false
 	rs.slot.reset()
-	rs.req = request{rs: rs}
+	rs.req = wire.Request{Owner: rs}
 	return rs
 }
 
@@ -219,7 +220,7 @@ func putFrameBuf(fb *frameBuf) {
 func (rs *reqState) unref() {
 	if rs.refs.Add(-1) == 0 && rs.pooled {
 		rs.slot.resp = nil
-		rs.req = request{rs: rs}
+		rs.req = wire.Request{Owner: rs}
 		rs.fetch.dropRefs() // a pooled state pins no cache blocks
 		rs.frame = nil
 		if rs.fb != nil {

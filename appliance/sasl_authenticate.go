@@ -15,24 +15,23 @@ package appliance
 
 import (
 	"errors"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 36, min: 0, max: 2, handle: handleSaslAuthenticate})
-}
+var saslAuthenticateAPI = apiDef{key: 36, min: 0, max: 2, handle: handleSaslAuthenticate}
 
-func handleSaslAuthenticate(b *Broker, r *request) any {
-	req := r.req.(*kmsg.SASLAuthenticateRequest)
+func handleSaslAuthenticate(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.SASLAuthenticateRequest)
 	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
-	c := r.c
+	c := connOf(r)
 	fail := func(code int16, msg string, close bool) any {
 		resp.ErrorCode = code
 		resp.ErrorMessage = &msg
 		if close {
-			return respondAndClose{resp: resp, reason: msg}
+			return wire.RespondAndClose{Resp: resp, Reason: msg}
 		}
 		return resp
 	}

@@ -18,19 +18,18 @@ package appliance
 
 import (
 	"fmt"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 17, min: 1, max: 1, advertiseMin: 0, advertise: true, handle: handleSaslHandshake, unsupported: saslHandshakeUnsupported})
-}
+var saslHandshakeAPI = apiDef{key: 17, min: 1, max: 1, advertiseFrom: 0, handle: handleSaslHandshake, unsupported: saslHandshakeUnsupported}
 
-func handleSaslHandshake(b *Broker, r *request) any {
-	req := r.req.(*kmsg.SASLHandshakeRequest)
+func handleSaslHandshake(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.SASLHandshakeRequest)
 	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
-	c := r.c
+	c := connOf(r)
 	if c == nil || c.lis == nil || !c.lis.sasl() || !c.authPending {
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		return resp
@@ -38,21 +37,21 @@ func handleSaslHandshake(b *Broker, r *request) any {
 	resp.SupportedMechanisms = c.lis.Mechanisms
 	if c.saslMech != "" {
 		resp.ErrorCode = kerr.IllegalSaslState.Code
-		return respondAndClose{resp: resp, reason: "a second SaslHandshake during SASL authentication"}
+		return wire.RespondAndClose{Resp: resp, Reason: "a second SaslHandshake during SASL authentication"}
 	}
 	if !c.lis.mechanismEnabled(req.Mechanism) {
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
-		return respondAndClose{resp: resp, reason: fmt.Sprintf("SASL mechanism %q is not enabled on listener %s", req.Mechanism, c.lis.Name)}
+		return wire.RespondAndClose{Resp: resp, Reason: fmt.Sprintf("SASL mechanism %q is not enabled on listener %s", req.Mechanism, c.lis.Name)}
 	}
 	c.saslMech = req.Mechanism
 	return resp
 }
 
-func saslHandshakeUnsupported(r *request) any {
+func saslHandshakeUnsupported(_ *Broker, r *wire.Request) any {
 	resp := kmsg.NewPtrSASLHandshakeResponse()
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
-	if r.c != nil && r.c.lis != nil {
-		resp.SupportedMechanisms = r.c.lis.Mechanisms
+	if connOf(r) != nil && connOf(r).lis != nil {
+		resp.SupportedMechanisms = connOf(r).lis.Mechanisms
 	}
 	return &fixedVersion{resp: resp, version: 0}
 }

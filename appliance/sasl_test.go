@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"strings"
 	"testing"
 
@@ -206,20 +207,20 @@ func TestSaslHandlersState(t *testing.T) {
 	handshake := func(c *conn, mech string) (int16, []string, bool) {
 		req := kmsg.NewPtrSASLHandshakeRequest()
 		req.Version, req.Mechanism = 1, mech
-		out := handleSaslHandshake(nil, &request{c: c, key: 17, version: 1, req: req})
-		rc, closing := out.(respondAndClose)
+		out := handleSaslHandshake(nil, &wire.Request{Conn: c, Key: 17, Version: 1, Req: req})
+		rc, closing := out.(wire.RespondAndClose)
 		resp, _ := out.(*kmsg.SASLHandshakeResponse)
 		if closing {
-			resp = rc.resp.(*kmsg.SASLHandshakeResponse)
+			resp = rc.Resp.(*kmsg.SASLHandshakeResponse)
 		}
 		return resp.ErrorCode, resp.SupportedMechanisms, closing
 	}
 	authenticate := func(c *conn, msg string) (int16, bool) {
 		req := kmsg.NewPtrSASLAuthenticateRequest()
 		req.Version, req.SASLAuthBytes = 2, []byte(msg)
-		out := handleSaslAuthenticate(nil, &request{c: c, key: 36, version: 2, req: req})
-		if rc, ok := out.(respondAndClose); ok {
-			return rc.resp.(*kmsg.SASLAuthenticateResponse).ErrorCode, true
+		out := handleSaslAuthenticate(nil, &wire.Request{Conn: c, Key: 36, Version: 2, Req: req})
+		if rc, ok := out.(wire.RespondAndClose); ok {
+			return rc.Resp.(*kmsg.SASLAuthenticateResponse).ErrorCode, true
 		}
 		return out.(*kmsg.SASLAuthenticateResponse).ErrorCode, false
 	}
@@ -230,8 +231,8 @@ func TestSaslHandlersState(t *testing.T) {
 	if code, _, closing := handshake(c, mechPlain); code != kerr.IllegalSaslState.Code || closing || c.authPending {
 		t.Errorf("PLAINTEXT handshake: code %d closing %v", code, closing)
 	}
-	if code, closing := authenticate(c, "\x00alice\x00pw"); code != kerr.IllegalSaslState.Code || closing || c.principal() != anonymousPrincipal {
-		t.Errorf("PLAINTEXT authenticate: code %d closing %v principal %s", code, closing, c.principal())
+	if code, closing := authenticate(c, "\x00alice\x00pw"); code != kerr.IllegalSaslState.Code || closing || c.Principal() != anonymousPrincipal {
+		t.Errorf("PLAINTEXT authenticate: code %d closing %v principal %s", code, closing, c.Principal())
 	}
 
 	// SASL: authenticate before the handshake closes.
@@ -262,17 +263,17 @@ func TestSaslHandlersState(t *testing.T) {
 	c3 := &conn{}
 	c3.setListener(saslL)
 	c3.saslMech = mechPlain
-	if code, closing := authenticate(c3, "\x00alice\x00nope"); code != kerr.SaslAuthenticationFailed.Code || !closing || c3.principal() != anonymousPrincipal {
+	if code, closing := authenticate(c3, "\x00alice\x00nope"); code != kerr.SaslAuthenticationFailed.Code || !closing || c3.Principal() != anonymousPrincipal {
 		t.Errorf("wrong password: code %d closing %v", code, closing)
 	}
-	if code, closing := authenticate(c, "\x00alice\x00pw"); code != 0 || closing || c.authPending || c.principal() != "User:alice" {
-		t.Errorf("PLAIN: code %d closing %v pending %v principal %s", code, closing, c.authPending, c.principal())
+	if code, closing := authenticate(c, "\x00alice\x00pw"); code != 0 || closing || c.authPending || c.Principal() != "User:alice" {
+		t.Errorf("PLAIN: code %d closing %v pending %v principal %s", code, closing, c.authPending, c.Principal())
 	}
 	// After authentication: ILLEGAL_SASL_STATE, the connection stays.
 	if code, _, closing := handshake(c, mechPlain); code != kerr.IllegalSaslState.Code || closing {
 		t.Errorf("handshake after authentication: code %d closing %v", code, closing)
 	}
-	if code, closing := authenticate(c, "\x00alice\x00pw"); code != kerr.IllegalSaslState.Code || closing || c.principal() != "User:alice" {
+	if code, closing := authenticate(c, "\x00alice\x00pw"); code != kerr.IllegalSaslState.Code || closing || c.Principal() != "User:alice" {
 		t.Errorf("authenticate after authentication: code %d closing %v", code, closing)
 	}
 }

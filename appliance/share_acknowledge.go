@@ -22,20 +22,19 @@ package appliance
 // releases the records the member still holds in it.
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 79, min: 1, max: 2, handle: handleShareAcknowledge})
+var shareAcknowledgeAPI = apiDef{key: 79, min: 1, max: 2, handle: handleShareAcknowledge}
+
+func handleShareAcknowledge(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.ShareAcknowledgeRequest)
+	return wire.Deferred(func() any { return b.shareAcknowledge(r, req) })
 }
 
-func handleShareAcknowledge(b *Broker, r *request) any {
-	req := r.req.(*kmsg.ShareAcknowledgeRequest)
-	return deferred(func() any { return b.shareAcknowledge(r, req) })
-}
-
-func (b *Broker) shareAcknowledge(r *request, req *kmsg.ShareAcknowledgeRequest) *kmsg.ShareAcknowledgeResponse {
+func (b *Broker) shareAcknowledge(r *wire.Request, req *kmsg.ShareAcknowledgeRequest) *kmsg.ShareAcknowledgeResponse {
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
 	fail := func(code int16) *kmsg.ShareAcknowledgeResponse {
 		resp.ErrorCode = code
@@ -60,7 +59,7 @@ func (b *Broker) shareAcknowledge(r *request, req *kmsg.ShareAcknowledgeRequest)
 	im := b.currentImage()
 	settings := b.shareSettings(im, group)
 	resp.AcquisitionLockTimeoutMillis = int32(settings.part.lockMs)
-	parts, _, _, code := s.openSession(r.c, group, member, req.ShareSessionEpoch, nil, nil)
+	parts, _, _, code := s.openSession(connOf(r), group, member, req.ShareSessionEpoch, nil, nil)
 	if code != 0 {
 		return fail(code)
 	}
@@ -106,8 +105,8 @@ func (b *Broker) shareAcknowledge(r *request, req *kmsg.ShareAcknowledgeRequest)
 		}
 		rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
 		rp.Partition = it.tp.p
-		rp.ErrorCode = errCode(it.ackErr)
-		rp.ErrorMessage = adminErrMsg(it.ackErr)
+		rp.ErrorCode = wire.ErrCode(it.ackErr)
+		rp.ErrorMessage = wire.ErrMessage(it.ackErr)
 		rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = b.shareLeader(it.topic, it.tp.p)
 		resp.Topics[ti].Partitions = append(resp.Topics[ti].Partitions, rp)
 	}

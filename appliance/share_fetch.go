@@ -38,6 +38,7 @@ package appliance
 
 import (
 	"encoding/base64"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"strings"
 	"time"
 
@@ -45,20 +46,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 78, min: 1, max: 2, handle: handleShareFetch})
-}
+var shareFetchAPI = apiDef{key: 78, min: 1, max: 2, handle: handleShareFetch}
 
 // shareDefaultMaxRecords is the MaxRecords of a request that sets none
 // (v0 had none; Kafka's share.max.fetch.records default).
 const shareDefaultMaxRecords = 500
 
-func handleShareFetch(b *Broker, r *request) any {
-	req := r.req.(*kmsg.ShareFetchRequest)
-	return deferred(func() any { return b.shareFetch(r, req) })
+func handleShareFetch(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.ShareFetchRequest)
+	return wire.Deferred(func() any { return b.shareFetch(r, req) })
 }
 
-func (b *Broker) shareFetch(r *request, req *kmsg.ShareFetchRequest) *kmsg.ShareFetchResponse {
+func (b *Broker) shareFetch(r *wire.Request, req *kmsg.ShareFetchRequest) *kmsg.ShareFetchResponse {
 	start := time.Now()
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
 	fail := func(code int16) *kmsg.ShareFetchResponse {
@@ -134,7 +133,7 @@ func (b *Broker) shareFetch(r *request, req *kmsg.ShareFetchRequest) *kmsg.Share
 			forget = append(forget, tpKey{TopicID(f.TopicID), p})
 		}
 	}
-	parts, next, released, code := s.openSession(r.c, group, member, req.ShareSessionEpoch, add, forget)
+	parts, next, released, code := s.openSession(connOf(r), group, member, req.ShareSessionEpoch, add, forget)
 	if code != 0 {
 		return fail(code)
 	}
@@ -204,7 +203,7 @@ func (b *Broker) shareFetch(r *request, req *kmsg.ShareFetchRequest) *kmsg.Share
 			case <-w.notify:
 				timer.Stop()
 			case <-timer.C:
-			case <-r.c.closed:
+			case <-connOf(r).closed:
 				timer.Stop()
 				return fail(kerr.UnknownServerError.Code)
 			case <-b.closing:
@@ -234,8 +233,8 @@ func (b *Broker) shareFetch(r *request, req *kmsg.ShareFetchRequest) *kmsg.Share
 		rp.Partition = it.tp.p
 		rp.ErrorCode = it.errCode
 		if it.hadAcks {
-			rp.AcknowledgeErrorCode = errCode(it.ackErr)
-			rp.AcknowledgeErrorMessage = adminErrMsg(it.ackErr)
+			rp.AcknowledgeErrorCode = wire.ErrCode(it.ackErr)
+			rp.AcknowledgeErrorMessage = wire.ErrMessage(it.ackErr)
 		}
 		rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = b.shareLeader(it.topic, it.tp.p)
 		if len(it.acquired) > 0 {
@@ -271,14 +270,14 @@ func validShareMemberID(id string) bool {
 // ShareGroupHeartbeat, left, or expired): such a member acquires and
 // acknowledges nothing.
 func (b *Broker) shareMemberCheck(group, member string) int16 {
-	v, ok := b.shareAsk(group, func(sm *shareManager, reply func(any)) {
+	isMember, ok := askShare(b, group, func(sm *shareManager, reply func(bool)) {
 		g := sm.groups[group]
 		reply(g != nil && g.members[member] != nil)
-	})
+	}).Wait()
 	if !ok {
 		return kerr.CoordinatorNotAvailable.Code
 	}
-	if !v.(bool) {
+	if !isMember {
 		return kerr.UnknownMemberID.Code
 	}
 	return 0

@@ -608,9 +608,9 @@ func shareNow() int64 { return time.Now().UnixMilli() }
 
 // deleteShareGroup runs on group's coordinator shard for DeleteGroups: when
 // group is a share group it deletes it (NON_EMPTY_GROUP with members),
-// drops its share-partitions on every shard and answers through reply
-// (a *kerr.Error); false when group is no share group.
-func (b *Broker) deleteShareGroup(group string, reply func(any)) bool {
+// drops its share-partitions on every shard and answers through reply;
+// false when group is no share group.
+func (b *Broker) deleteShareGroup(group string, reply func(*kerr.Error)) bool {
 	gc := b.groups
 	return gc.partitionOf(group).share.deleteGroup(group, func(err *kerr.Error) {
 		if err != nil {

@@ -11,19 +11,18 @@ package appliance
 // operations are not computed and stay at Kafka's "not requested" value.
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 77, min: 1, max: 1, handle: handleShareGroupDescribe})
-}
+var shareGroupDescribeAPI = apiDef{key: 77, min: 1, max: 1, handle: handleShareGroupDescribe}
 
-func handleShareGroupDescribe(b *Broker, r *request) any {
-	req := r.req.(*kmsg.ShareGroupDescribeRequest)
-	return deferred(func() any {
+func handleShareGroupDescribe(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.ShareGroupDescribeRequest)
+	return wire.Deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.ShareGroupDescribeResponse)
 		im := b.currentImage()
 		for _, id := range req.GroupIDs {
@@ -37,15 +36,14 @@ func handleShareGroupDescribe(b *Broker, r *request) any {
 				fail(err)
 				continue
 			}
-			v, ok := b.shareAsk(id, func(sm *shareManager, reply func(any)) {
+			ans, ok := askShare(b, id, func(sm *shareManager, reply func(shareViewAnswer)) {
 				view, found := sm.view(id)
 				reply(shareViewAnswer{view, found})
-			})
+			}).Wait()
 			if !ok {
 				fail(kerr.CoordinatorNotAvailable)
 				continue
 			}
-			ans := v.(shareViewAnswer)
 			if !ans.found {
 				g.ErrorMessage = strPtr("group " + id + " is not a share group")
 				fail(kerr.GroupIDNotFound)

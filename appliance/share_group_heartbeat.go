@@ -18,23 +18,22 @@ package appliance
 // group.
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 76, min: 1, max: 1, handle: handleShareGroupHeartbeat})
-}
+var shareGroupHeartbeatAPI = apiDef{key: 76, min: 1, max: 1, handle: handleShareGroupHeartbeat}
 
-func handleShareGroupHeartbeat(b *Broker, r *request) any {
-	req := r.req.(*kmsg.ShareGroupHeartbeatRequest)
-	return deferred(func() any {
+func handleShareGroupHeartbeat(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.ShareGroupHeartbeatRequest)
+	return wire.Deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
 		fail := func(err error) any {
-			resp.ErrorCode = errCode(err)
-			resp.ErrorMessage = adminErrMsg(err)
+			resp.ErrorCode = wire.ErrCode(err)
+			resp.ErrorMessage = wire.ErrMessage(err)
 			return resp
 		}
 		if b.groupDenied(r, kmsg.ACLOperationRead, req.GroupID) {
@@ -42,13 +41,12 @@ func handleShareGroupHeartbeat(b *Broker, r *request) any {
 		}
 		im := b.currentImage()
 		settings := b.shareSettings(im, req.GroupID)
-		args := shareHeartbeatArgs{group: req.GroupID, member: req.MemberID, clientID: r.clientID, clientHost: clientHost(r.c.remote),
+		args := shareHeartbeatArgs{group: req.GroupID, member: req.MemberID, clientID: r.ClientID, clientHost: clientHost(connOf(r).remote),
 			memberEpoch: req.MemberEpoch, rack: req.RackID, topics: req.SubscribedTopicNames, settings: settings, im: im}
-		v, ok := b.shareAsk(req.GroupID, func(sm *shareManager, reply func(any)) { reply(sm.heartbeat(args)) })
+		res, ok := askShare(b, req.GroupID, func(sm *shareManager, reply func(shareHeartbeatResult)) { reply(sm.heartbeat(args)) }).Wait()
 		if !ok {
 			return fail(kerr.CoordinatorNotAvailable)
 		}
-		res := v.(shareHeartbeatResult)
 		if res.err != nil {
 			return fail(res.err)
 		}

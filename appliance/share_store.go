@@ -20,6 +20,7 @@ package appliance
 
 import (
 	"errors"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"sort"
 	"strings"
 	"sync"
@@ -321,33 +322,16 @@ func (s *shareStore) persistStart(k sharePartKey, ss shareStart, done func(error
 	gc.post(op.st, func() { op.share.setStart(k.group, shareTP{k.tp.id, k.tp.p}, ss, false, done) })
 }
 
-// shareAsk runs fn with group's shareManager on its coordinator shard and
-// waits for its answer; ok is false when the broker closes first.
-func (b *Broker) shareAsk(group string, fn func(sm *shareManager, reply func(any))) (any, bool) {
+// askShare runs fn with group's shareManager on its coordinator shard
+// (wire.Ask); the Reply is the zero one when the coordinator is not
+// running.
+func askShare[T any](b *Broker, group string, fn func(sm *shareManager, reply func(T))) wire.Reply[T] {
 	gc := b.groups
 	if gc == nil {
-		return nil, false
+		return wire.Reply[T]{}
 	}
 	op := gc.partitionOf(group)
-	ch := make(chan any, 1)
-	reply := func(v any) {
-		select {
-		case ch <- v:
-		default:
-		}
-	}
-	select {
-	case <-b.closing:
-		return nil, false
-	default:
-	}
-	op.st.loop.Post(func() { fn(op.share, reply) })
-	select {
-	case v := <-ch:
-		return v, true
-	case <-b.closing:
-		return nil, false
-	}
+	return wire.Ask(b.closing, op.st.loop.Post, func(reply func(T)) { fn(op.share, reply) })
 }
 
 // Sessions.
@@ -568,7 +552,7 @@ func (p *sharePass) acquireOne(st *shardState, part *partition, sp *sharePartiti
 		res, err := part.log.Read(from, budget-int32(len(buf)), r.last+1, p.first)
 		if err != nil {
 			if len(buf) == 0 {
-				it.errCode = errCode(err)
+				it.errCode = wire.ErrCode(err)
 				if errors.Is(err, nvme.ErrLogClosed) {
 					it.errCode = kerr.KafkaStorageError.Code
 				}
@@ -695,15 +679,14 @@ func (s *shareStore) initParts(group string, items []*shareItem, settings shareG
 		}
 		it.needsInit = false
 		tp := shareTP{it.tp.id, it.tp.p}
-		v, ok := s.b.shareAsk(group, func(sm *shareManager, reply func(any)) {
+		ans, ok := askShare(s.b, group, func(sm *shareManager, reply func(shareStartAnswer)) {
 			ss, found := sm.startFor(group, tp)
 			reply(shareStartAnswer{ss, found})
-		})
+		}).Wait()
 		if !ok {
 			it.errCode = kerr.CoordinatorNotAvailable.Code
 			continue
 		}
-		ans := v.(shareStartAnswer)
 		st := s.b.shardFor(it.topic, it.tp.p)
 		parts := s.parts[st.id]
 		done := make(chan shareStart, 1)
@@ -742,9 +725,9 @@ func (s *shareStore) initParts(group string, items []*shareItem, settings shareG
 		if created.offset >= 0 {
 			// Record the new share-partition on the coordinator now, so the
 			// admin APIs see it (later moves go through the flusher).
-			s.b.shareAsk(group, func(sm *shareManager, reply func(any)) {
-				sm.setStart(group, tp, created, true, func(error) { reply(nil) })
-			})
+			askShare(s.b, group, func(sm *shareManager, reply func(error)) {
+				sm.setStart(group, tp, created, true, reply)
+			}).Wait()
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package appliance
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"sync"
 	"testing"
 	"time"
@@ -131,16 +132,16 @@ func TestFetchOfClosedConnectionDoesNotRead(t *testing.T) {
 	frame := f.fetch[4:] // without the size prefix
 	rs := getReqState(len(frame))
 	copy(rs.frame, frame)
-	pr, err := parseFrameInto(rs.frame, rs)
+	pr, err := parseFrameInto(f.b.apis, rs.frame, rs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rs.pooled = pr.reused
 	internStrings(f.b, pr.req)
 	r := &rs.req
-	*r = request{c: c, key: pr.key, version: pr.version, corrID: pr.corrID, req: pr.req, rs: rs}
+	*r = wire.Request{Conn: c, Key: pr.key, Version: pr.version, CorrID: pr.corrID, Req: pr.req, Owner: rs}
 	close(c.closed) // the client has gone
-	if _, ok := handleFetch(f.b, r).(answerLater); !ok {
+	if _, ok := handleFetch(f.b, r).(wire.AnswerLater); !ok {
 		t.Fatal("the fetch did not go to the read pass")
 	}
 	deadline := time.Now().Add(time.Second)

@@ -2,6 +2,7 @@ package appliance
 
 import (
 	"errors"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -139,10 +140,10 @@ func TestENOSPCOnSmallFilesystem(t *testing.T) {
 					break
 				}
 			}
-			if !errors.Is(r.err, nvme.ErrLogClosed) || errCode(r.err) != kerr.KafkaStorageError.Code {
+			if !errors.Is(r.err, nvme.ErrLogClosed) || wire.ErrCode(r.err) != kerr.KafkaStorageError.Code {
 				t.Fatalf("filling the filesystem ended with %v, want KAFKA_STORAGE_ERROR", r.err)
 			}
-			if r := storageProduce(t, b, ti, 0, 1, 1, 10); errCode(r.err) != kerr.KafkaStorageError.Code {
+			if r := storageProduce(t, b, ti, 0, 1, 1, 10); wire.ErrCode(r.err) != kerr.KafkaStorageError.Code {
 				t.Fatalf("produce after ENOSPC: %v", r.err)
 			}
 			if code, n := storageFetch(t, b, ti, 1); code != 0 || n == 0 {

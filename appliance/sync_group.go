@@ -10,22 +10,21 @@ package appliance
 // name (INCONSISTENT_GROUP_PROTOCOL on a mismatch).
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 14, min: 0, max: 5, handle: handleSyncGroup})
-}
+var syncGroupAPI = apiDef{key: 14, min: 0, max: 5, handle: handleSyncGroup}
 
-func handleSyncGroup(b *Broker, r *request) any {
-	req := r.req.(*kmsg.SyncGroupRequest)
+func handleSyncGroup(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.SyncGroupRequest)
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
 	a := syncArgs{group: req.Group, memberID: req.MemberID, generation: req.Generation, assignments: map[string][]byte{}}
 	if req.InstanceID != nil {
 		a.instanceID = *req.InstanceID
 	}
-	if r.version >= 5 {
+	if r.Version >= 5 {
 		a.protocolType, a.protocolName = req.ProtocolType, req.Protocol
 	}
 	for _, ga := range req.GroupAssignment {
@@ -46,17 +45,17 @@ func handleSyncGroup(b *Broker, r *request) any {
 	if b.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
 		return fill(syncResult{err: kerr.GroupAuthorizationFailed})
 	}
-	ch := b.groupAsk(req.Group, func(m *groupManager, reply func(any)) {
-		m.sync(a, func(res syncResult) { reply(res) })
+	ch := askGroup(b, req.Group, func(m *groupManager, reply func(syncResult)) {
+		m.sync(a, reply)
 	})
-	if ch == nil {
+	if !ch.Posted() {
 		return fill(syncResult{err: kerr.CoordinatorNotAvailable})
 	}
-	return deferred(func() any {
-		v, ok := b.groupWait(ch)
+	return wire.Deferred(func() any {
+		v, ok := ch.Wait()
 		if !ok {
 			return fill(syncResult{err: kerr.CoordinatorNotAvailable})
 		}
-		return fill(v.(syncResult))
+		return fill(v)
 	})
 }

@@ -21,6 +21,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"strconv"
 	"sync"
 	"time"
@@ -168,66 +169,39 @@ func (tc *txnCoordinator) partitionOf(id string) *txnPartition {
 	return tc.parts[groupPartition(id, int32(len(tc.parts)))]
 }
 
-// ask runs fn with id's manager on its shard; fn answers through reply.
-// It returns nil when the coordinator is not running.
-func (b *Broker) txnAsk(id string, fn func(m *txnManager, reply func(any))) <-chan any {
+// askTxn runs fn with id's manager on its coordinator shard (wire.Ask);
+// the Reply is the zero one when the coordinator is not running.
+func askTxn[T any](b *Broker, id string, fn func(m *txnManager, reply func(T))) wire.Reply[T] {
 	tc := b.txn
 	if tc == nil {
-		return nil
-	}
-	select {
-	case <-b.closing:
-		return nil
-	default:
-	}
-	ch := make(chan any, 1)
-	reply := func(v any) {
-		select {
-		case ch <- v:
-		default:
-		}
+		return wire.Reply[T]{}
 	}
 	tp := tc.partitionOf(id)
-	tp.st.loop.Post(func() { fn(tp.mgr, reply) })
-	return ch
-}
-
-// txnWait waits for an answer from txnAsk; false if the broker closes first.
-func (b *Broker) txnWait(ch <-chan any) (any, bool) {
-	if ch == nil {
-		return nil, false
-	}
-	select {
-	case v := <-ch:
-		return v, true
-	case <-b.closing:
-		return nil, false
-	}
+	return wire.Ask(b.closing, tp.st.loop.Post, func(reply func(T)) { fn(tp.mgr, reply) })
 }
 
 // handleInit answers InitProducerId for a transactional id (b.txnInit); it
 // runs on the request's own goroutine.
-func (tc *txnCoordinator) handleInit(r *request, req *kmsg.InitProducerIDRequest) kmsg.Response {
+func (tc *txnCoordinator) handleInit(r *wire.Request, req *kmsg.InitProducerIDRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	spare, err := tc.b.newProducerID()
 	if err != nil {
-		resp.ErrorCode = errCode(err)
+		resp.ErrorCode = wire.ErrCode(err)
 		return resp
 	}
 	a := initArgs{id: *req.TransactionalID, timeoutMs: req.TransactionTimeoutMillis, pid: -1, epoch: -1, spare: spare}
-	if r.version >= 3 {
+	if r.Version >= 3 {
 		a.pid, a.epoch = req.ProducerID, req.ProducerEpoch
 	}
-	v, ok := tc.b.txnWait(tc.b.txnAsk(a.id, func(m *txnManager, reply func(any)) {
-		m.initProducer(a, func(res initResult) { reply(res) })
-	}))
+	res, ok := askTxn(tc.b, a.id, func(m *txnManager, reply func(initResult)) {
+		m.initProducer(a, reply)
+	}).Wait()
 	if !ok {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp
 	}
-	res := v.(initResult)
-	resp.ErrorCode = fencedCode(res.err, r.version >= 4)
+	resp.ErrorCode = fencedCode(res.err, r.Version >= 4)
 	resp.ProducerID, resp.ProducerEpoch = res.pid, res.epoch
 	return resp
 }

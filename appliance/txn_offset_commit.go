@@ -13,20 +13,19 @@ package appliance
 // unknown partitions UNKNOWN_TOPIC_OR_PARTITION.
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() {
-	register(apiDef{key: 28, min: 0, max: 5, handle: handleTxnOffsetCommit})
-}
+var txnOffsetCommitAPI = apiDef{key: 28, min: 0, max: 5, handle: handleTxnOffsetCommit}
 
-func handleTxnOffsetCommit(b *Broker, r *request) any {
-	req := r.req.(*kmsg.TxnOffsetCommitRequest)
+func handleTxnOffsetCommit(b *Broker, r *wire.Request) any {
+	req := r.Req.(*kmsg.TxnOffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	im := b.currentImage()
 	a := txnOffsetArgs{group: req.Group, generation: -1, pid: req.ProducerID, epoch: req.ProducerEpoch}
-	if r.version >= 3 {
+	if r.Version >= 3 {
 		a.memberID, a.generation = req.MemberID, req.Generation
 		if req.InstanceID != nil {
 			a.instanceID = *req.InstanceID
@@ -50,7 +49,7 @@ func handleTxnOffsetCommit(b *Broker, r *request) any {
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
 				it := offsetCommitItem{topic: t.Topic, partition: p.Partition, offset: p.Offset, leaderEpoch: -1, expireTime: -1}
-				if r.version >= 2 {
+				if r.Version >= 2 {
 					it.leaderEpoch = p.LeaderEpoch
 				}
 				if p.Metadata != nil {
@@ -66,7 +65,7 @@ func handleTxnOffsetCommit(b *Broker, r *request) any {
 	setAll := func(errs []*kerr.Error) kmsg.Response {
 		for i, s := range slots {
 			if i < len(errs) && errs[i] != nil {
-				resp.Topics[s.ti].Partitions[s.pi].ErrorCode = fencedCode(errs[i], r.version >= 3)
+				resp.Topics[s.ti].Partitions[s.pi].ErrorCode = fencedCode(errs[i], r.Version >= 3)
 			}
 		}
 		return resp
@@ -81,17 +80,17 @@ func handleTxnOffsetCommit(b *Broker, r *request) any {
 	if len(a.items) == 0 {
 		return resp
 	}
-	ch := b.groupAsk(req.Group, func(m *groupManager, reply func(any)) {
-		m.txnCommitOffsets(a, func(errs []*kerr.Error) { reply(errs) })
+	ch := askGroup(b, req.Group, func(m *groupManager, reply func([]*kerr.Error)) {
+		m.txnCommitOffsets(a, reply)
 	})
-	if ch == nil {
+	if !ch.Posted() {
 		return failAll(kerr.CoordinatorNotAvailable)
 	}
-	return deferred(func() any {
-		v, ok := b.groupWait(ch)
+	return wire.Deferred(func() any {
+		v, ok := ch.Wait()
 		if !ok {
 			return failAll(kerr.CoordinatorNotAvailable)
 		}
-		return setAll(v.([]*kerr.Error))
+		return setAll(v)
 	})
 }

@@ -48,7 +48,7 @@ func (b *Broker) txnProduce(tid string, items []txnProduceItem) {
 	// The check and the appends run on the coordinator's shard, which posts
 	// the appends in the order the requests arrived there; the dispatching
 	// goroutine or loop never waits.
-	ch := b.txnAsk(tid, func(m *txnManager, _ func(any)) {
+	ch := askTxn(b, tid, func(m *txnManager, _ func(struct{})) {
 		for _, c := range checks {
 			it := items[c.i]
 			if err := m.verify(tid, c.pid, c.epoch, it.tp); err != nil {
@@ -61,7 +61,7 @@ func (b *Broker) txnProduce(tid string, items []txnProduceItem) {
 			it.w.st.loop.Post(it.w.postFn)
 		}
 	})
-	if ch == nil {
+	if !ch.Posted() {
 		for _, c := range checks {
 			fail(items[c.i], kerr.CoordinatorNotAvailable)
 		}
