@@ -288,3 +288,47 @@ func FuzzParseTruncationMarker(f *testing.F) {
 		}
 	})
 }
+
+// TestTruncateRingWrites: in direct mode with a write ring, TruncateTo
+// with appends still queued or in flight waits for them, cuts, and the
+// appends after it reach the device as valid segments (on disk and
+// reopened), the written end offset following.
+func TestTruncateRingWrites(t *testing.T) {
+	cache, ring := writeRingCache(t, 8*DefaultCacheBlockBytes)
+	o := truncOptions(t, IOModeDirect)
+	o.Cache = cache
+	dir := t.TempDir()
+	l := mustOpen(t, dir, o)
+	defer func() { l.Close() }()
+	var m truncModel
+	for i := range 40 {
+		appendTrunc(t, l, &m, i, 1)
+	}
+	if l.WrittenEndOffset() == l.LogEndOffset() && cache.WritesInFlight() == 0 {
+		t.Logf("every ring write completed before the truncation")
+	}
+	target := batchBase(m.batches[33]) + 1
+	if err := l.TruncateTo(target); err != nil {
+		t.Fatal(err)
+	}
+	m = m.cut(target)
+	if got := l.WrittenEndOffset(); got != m.end() {
+		t.Fatalf("written end offset %d after the truncation, want %d", got, m.end())
+	}
+	for i := range 20 {
+		appendTrunc(t, l, &m, 100+i, 2)
+	}
+	drainWrites(t, cache, ring)
+	if got := l.WrittenEndOffset(); got != m.end() {
+		t.Fatalf("written end offset %d, want %d", got, m.end())
+	}
+	checkLog(t, l, m)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := checkDirSegments(t, dir); !bytes.Equal(got, m.bytes()) {
+		t.Fatalf("segment files hold %d bytes, want %d", len(got), len(m.bytes()))
+	}
+	l = mustOpen(t, dir, o)
+	checkLog(t, l, m)
+}
