@@ -15,7 +15,7 @@ package nvme
 //     retires them (renamed to *.deleted, closed and unlinked after
 //     file.delete.delay.ms, so fetch chunks in flight stay readable),
 //     highest first, so that the files on disk always form a log without
-//     a hole.
+//     a hole; the directory is fsynced before the cut.
 //  3. The .log of the segment holding the target is cut at the start of
 //     the batch holding it (whole batches only) and fdatasynced; its index
 //     entries at or past the cut are dropped and the index files rewritten
@@ -264,6 +264,7 @@ func (l *Log) truncateCut(target int64) error {
 		return err
 	}
 	k := l.segmentIndex(target)
+	retired := len(l.segs) - 1 - k
 	for i := len(l.segs) - 1; i > k; i-- {
 		s := l.segs[i]
 		l.segs = l.segs[:i]
@@ -271,6 +272,13 @@ func (l *Log) truncateCut(target int64) error {
 			return err
 		}
 		l.truncStep(truncStepRetired)
+	}
+	if retired > 0 {
+		// The renames are durable before the cut: a power loss never
+		// leaves the cut segment with a segment above it.
+		if err := syncDir(l.dir); err != nil {
+			return err
+		}
 	}
 	s := l.segs[k]
 	pos, err := s.findBatch(target, l.hdr[:])

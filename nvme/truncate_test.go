@@ -332,3 +332,35 @@ func TestTruncateRingWrites(t *testing.T) {
 	l = mustOpen(t, dir, o)
 	checkLog(t, l, m)
 }
+
+// TestTruncateStalesCleanJob: a cleaning job prepared before a truncation
+// that cut one of the segments it read is refused at commit, and the log
+// is as the truncation left it.
+func TestTruncateStalesCleanJob(t *testing.T) {
+	o := cleanerOptions(t, nil)
+	l := mustOpen(t, t.TempDir(), o)
+	defer l.Close()
+	fillUpdates(t, l, 60, 5, CompressionNone)
+	if len(l.Segments()) < 4 {
+		t.Fatalf("want several segments, got %d", len(l.Segments()))
+	}
+	j, err := l.PrepareClean(CleanerState{}, CleanConfig{})
+	if err != nil || j == nil {
+		t.Fatalf("PrepareClean: %v %v", j, err)
+	}
+	if err := j.Run(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	target := l.Segments()[1].BaseOffset + 1
+	if err := l.TruncateTo(target); err != nil {
+		t.Fatal(err)
+	}
+	end := l.LogEndOffset()
+	if _, err := l.CommitClean(j); !errors.Is(err, ErrCleanStale) {
+		t.Fatalf("CommitClean after TruncateTo: %v, want ErrCleanStale", err)
+	}
+	if l.LogEndOffset() != end || end > target {
+		t.Fatalf("log end %d after the refused commit, %d after the truncation to %d", l.LogEndOffset(), end, target)
+	}
+	checkIndexes(t, l)
+}
