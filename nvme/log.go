@@ -67,7 +67,9 @@ type Log struct {
 // and CRC32C; it is truncated at the first bad batch and its indexes are
 // rebuilt. After a clean Close (CleanShutdownFile) the last segment is
 // loaded like a closed one instead. A truncation interrupted after its
-// commit point (truncate.go) is finished. opts.LogStartOffset is clamped to
+// commit point (truncate.go) is finished; a truncation marker that does
+// not parse fails the Open (it is written atomically, so only damage
+// makes it so). opts.LogStartOffset is clamped to
 // [first segment base, log end offset]. Leader epochs come from
 // leader-epoch-checkpoint.
 func Open(dir string, opts Options) (*Log, error) {

@@ -108,11 +108,19 @@ func appendTrunc(t testing.TB, l *Log, m *truncModel, i int, epoch int32) {
 	}
 }
 
-// truncOptions are the options of truncation tests in mode: small
+// truncModePreallocated is a truncation test mode: buffered with
+// log.preallocate.
+const truncModePreallocated = "preallocated"
+
+// truncOptions are the options of truncation tests in mode (an IOMode or
+// truncModePreallocated): small
 // segments with several index entries each.
 func truncOptions(t testing.TB, mode string) Options {
 	o := testOptions(t)
 	o.IOMode = mode
+	if mode == truncModePreallocated {
+		o.IOMode, o.Preallocate = IOModeBuffered, true
+	}
 	o.SegmentBytes = 3000
 	o.IndexIntervalBytes = 400
 	o.FileDeleteDelay = -1 // retired files go at once: the directory checks see live segments only

@@ -88,7 +88,7 @@ func TestTruncateTo(t *testing.T) {
 			return prepared{target: target, want: truncModel{start: target}, wantStart: target, full: true}
 		}},
 	}
-	for _, mode := range truncModes {
+	for _, mode := range append(truncModes, truncModePreallocated) {
 		for _, c := range cases {
 			t.Run(mode+"/"+c.name, func(t *testing.T) {
 				dir := t.TempDir()
@@ -363,4 +363,19 @@ func TestTruncateStalesCleanJob(t *testing.T) {
 		t.Fatalf("log end %d after the refused commit, %d after the truncation to %d", l.LogEndOffset(), end, target)
 	}
 	checkIndexes(t, l)
+}
+
+// TestTruncationMarkerUnreadable: a marker that does not parse fails Open
+// rather than guess which end the log should have.
+func TestTruncationMarkerUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	l, _ := buildTruncLog(t, dir, truncOptions(t, IOModeBuffered))
+	l.Close()
+	if err := os.WriteFile(filepath.Join(dir, truncationMarkerFile), []byte("0\nx\ncut\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := Open(dir, truncOptions(t, IOModeBuffered)); err == nil {
+		l.Close()
+		t.Fatalf("Open succeeded with an unreadable truncation marker")
+	}
 }
