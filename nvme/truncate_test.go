@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 )
 
@@ -377,5 +378,39 @@ func TestTruncationMarkerUnreadable(t *testing.T) {
 	if l, err := Open(dir, truncOptions(t, IOModeBuffered)); err == nil {
 		l.Close()
 		t.Fatalf("Open succeeded with an unreadable truncation marker")
+	}
+}
+
+// TestTruncateIOErrorFinishedByOpen: an fdatasync that fails in the middle
+// of a truncation (the injected EIO on the cut .log) takes the log
+// offline; the next Open finishes the truncation from its marker.
+func TestTruncateIOErrorFinishedByOpen(t *testing.T) {
+	for _, mode := range truncModes {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			inj := &injector{kind: faultEIOSync}
+			o := truncOptions(t, mode)
+			l, err := openLog(dir, o, inj.open)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m truncModel
+			for i := range 40 {
+				appendTrunc(t, l, &m, i, 1)
+			}
+			target := batchBase(m.batches[12]) + 1
+			inj.armed = true
+			if err := l.TruncateTo(target); !errors.Is(err, ErrLogClosed) || !errors.Is(err, syscall.EIO) {
+				t.Fatalf("TruncateTo with a failing fdatasync: %v, want ErrLogClosed wrapping EIO", err)
+			}
+			if inj.hits == 0 {
+				t.Fatal("fault never injected")
+			}
+			l.Close()
+			inj.armed = false
+			l = mustOpen(t, dir, o)
+			defer l.Close()
+			checkLog(t, l, m.cut(target))
+		})
 	}
 }
