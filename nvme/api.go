@@ -149,6 +149,7 @@ type SegmentInfo struct {
 //	func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, ok bool)
 //	func (l *Log) MaxTimestamp() (timestamp int64, offset int64)
 //	func (l *Log) SetLogStartOffset(offset int64) error
+//	func (l *Log) TruncateTo(offset int64) error
 //	func (l *Log) ApplyRetention() (deletedSegments int, err error)
 //	func (l *Log) MaybeRoll() error
 //	func (l *Log) SyncTarget() (f *os.File, endOffset int64)

@@ -26,7 +26,24 @@
 // cleaner.go (log compaction: PrepareClean and CommitClean on the owner
 // shard, the swap protocol), cleaner_run.go (the pass that runs off the
 // shard), cleaner_codec.go (recompression), cleaner_throttle.go (the I/O
-// token bucket), cleaner_recover.go (finishing a swap at Open).
+// token bucket), cleaner_recover.go (finishing a swap at Open), truncate.go
+// (Log.TruncateTo).
+//
+// Truncation: Log.TruncateTo(offset) removes the records at and above
+// offset as Kafka's UnifiedLog.truncateTo does (replication calls it with
+// a follower's divergence point): whole batches only, so the log end
+// offset becomes offset or the base offset of the batch holding it;
+// segments above are deleted, the one holding offset becomes the active
+// segment with its indexes cut, producer state, transaction index and
+// leader-epoch cache (entries starting at or past the new end) follow;
+// at or above the end it changes no record; below the first segment's
+// base it empties the log and restarts it at offset (Kafka's
+// truncateFullyAndStartAt). A durable marker file, .truncating (target
+// offset, cut or full), written before anything changes and removed
+// after everything is durable, makes it atomic across a crash: Open
+// finds the marker and finishes the truncation, so a kill at any moment
+// leaves the old log or the truncated one (truncate.go gives the steps
+// and the argument).
 //
 // Preallocated segments: the active .log is segment.bytes long on disk with
 // zeros after the data; a recovery scan that meets an all-zero batch header

@@ -52,6 +52,10 @@ type Log struct {
 	// tail is where the active segment's last batches are published for
 	// other goroutines (tail.go); nil: not published.
 	tail *TailView
+
+	// truncHook, when set (tests), runs after each step of a truncation
+	// (truncate.go), so that a test can kill the process there.
+	truncHook func(step string)
 }
 
 // Open opens or creates the partition log in dir (created if missing) and
@@ -62,7 +66,10 @@ type Log struct {
 // the last segment is scanned from the start, checking every batch's framing
 // and CRC32C; it is truncated at the first bad batch and its indexes are
 // rebuilt. After a clean Close (CleanShutdownFile) the last segment is
-// loaded like a closed one instead. opts.LogStartOffset is clamped to
+// loaded like a closed one instead. A truncation interrupted after its
+// commit point (truncate.go) is finished; a truncation marker that does
+// not parse fails the Open (it is written atomically, so only damage
+// makes it so). opts.LogStartOffset is clamped to
 // [first segment base, log end offset]. Leader epochs come from
 // leader-epoch-checkpoint.
 func Open(dir string, opts Options) (*Log, error) {
@@ -102,8 +109,19 @@ func openLog(dir string, opts Options, open opener) (*Log, error) {
 		}
 		l.segs = append(l.segs, s)
 	}
+	trunc, truncating, err := l.readTruncationMarker()
+	if err != nil {
+		l.closeSegments()
+		return nil, err
+	}
 	if len(l.segs) == 0 {
-		s, err := l.recoverActiveSegment(o.LogStartOffset, true)
+		base := o.LogStartOffset
+		if truncating {
+			// A truncation retired every segment and stopped before it
+			// created the one it starts the log with (truncate.go).
+			base = trunc.target
+		}
+		s, err := l.recoverActiveSegment(base, true)
 		if err != nil {
 			return nil, err
 		}
@@ -121,6 +139,12 @@ func openLog(dir string, opts Options, open opener) (*Log, error) {
 	if err := l.loadTxnIndexes(); err != nil {
 		l.abandonOpen()
 		return nil, err
+	}
+	if truncating {
+		if err := l.finishTruncation(trunc); err != nil {
+			l.abandonOpen()
+			return nil, err
+		}
 	}
 	if clean {
 		if err := l.clearCleanShutdown(); err != nil {
