@@ -60,25 +60,46 @@ func parseSnapshotName(name string) (int64, bool) {
 	return end, true
 }
 
-// listSnapshots returns the snapshot end offsets in dir, newest first.
-// Leftover .part files of an interrupted write are removed.
-func listSnapshots(dir string) ([]int64, error) {
+// snapshotFile is one snapshot in the metadata log directory.
+type snapshotFile struct {
+	name string
+	end  int64 // exclusive end offset
+}
+
+// listSnapshotFiles returns the snapshots in dir, newest first. Leftover
+// .part files of an interrupted write are removed.
+func listSnapshotFiles(dir string) ([]snapshotFile, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("cannot list metadata snapshots in %q: %w", dir, err)
 	}
-	var ends []int64
+	var out []snapshotFile
 	for _, e := range ents {
 		if strings.HasSuffix(e.Name(), snapshotSuffix+".part") {
 			_ = os.Remove(filepath.Join(dir, e.Name())) // an interrupted write; the next snapshot replaces it
 			continue
 		}
 		if end, ok := parseSnapshotName(e.Name()); ok && !e.IsDir() {
-			ends = append(ends, end)
+			out = append(out, snapshotFile{name: e.Name(), end: end})
 		}
 	}
-	sort.Slice(ends, func(i, j int) bool { return ends[i] > ends[j] })
-	return ends, nil
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].end != out[j].end {
+			return out[i].end > out[j].end
+		}
+		return out[i].name > out[j].name
+	})
+	return out, nil
+}
+
+// listSnapshots returns the snapshot end offsets in dir, newest first.
+func listSnapshots(dir string) ([]int64, error) {
+	files, err := listSnapshotFiles(dir)
+	ends := make([]int64, len(files))
+	for i, f := range files {
+		ends[i] = f.end
+	}
+	return ends, err
 }
 
 // encodeSnapshot returns the snapshot file's bytes for im.
@@ -124,13 +145,13 @@ func writeSnapshot(dir string, im *Image) (string, error) {
 	if err := writeFileSynced(path, data); err != nil {
 		return "", fmt.Errorf("cannot write metadata snapshot: %w", err)
 	}
-	ends, err := listSnapshots(dir)
+	files, err := listSnapshotFiles(dir)
 	if err != nil {
 		return path, err
 	}
-	for i, end := range ends {
+	for i, f := range files {
 		if i >= snapshotsKept {
-			_ = os.Remove(filepath.Join(dir, snapshotName(end, 0))) // an old snapshot; it is only a fallback
+			_ = os.Remove(filepath.Join(dir, f.name)) // an old snapshot; it is only a fallback
 		}
 	}
 	return path, nil
@@ -240,13 +261,13 @@ func checkBatchCRCs(raw []byte) error {
 // loadLatestSnapshot returns the image of the newest snapshot in dir that
 // reads whole and ends at or before logEnd, or nil when there is none.
 func (m *metadataLog) loadLatestSnapshot(logEnd int64) *Image {
-	ends, err := listSnapshots(m.dir)
+	files, err := listSnapshotFiles(m.dir)
 	if err != nil {
 		m.logger.Warn("cannot list metadata snapshots, replaying the whole metadata log", "err", err)
 		return nil
 	}
-	for _, end := range ends {
-		path := filepath.Join(m.dir, snapshotName(end, 0))
+	for _, f := range files {
+		end, path := f.end, filepath.Join(m.dir, f.name)
 		if end > logEnd {
 			m.logger.Warn("metadata snapshot is past the end of the metadata log, skipping it", "snapshot", path, "log_end", logEnd)
 			continue

@@ -1,10 +1,12 @@
 package appliance
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -277,5 +279,43 @@ func TestMetadataLogWritesBinaryRecords(t *testing.T) {
 	}
 	if strings.Contains(string(vals[1]), "shard") {
 		t.Fatal("shard in the record")
+	}
+}
+
+// TestMetadataReplayPlacesLikeController: the records carry no shard, and
+// a restart with the same shard count places every partition where the
+// controller placed it when it was created, grown or after deletions.
+func TestMetadataReplayPlacesLikeController(t *testing.T) {
+	dir := t.TempDir()
+	props := map[string]string{"log.dirs": dir, "shards": "3"}
+	b := startTestBroker(t, props)
+	for i, n := range []int32{4, 1, 5, 2} {
+		if _, err := b.createTopic(TopicSpec{Name: fmt.Sprintf("t%d", i), Partitions: n, ReplicationFactor: 1}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.deleteTopic("t1", TopicID{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.createPartitions("t0", 7, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.createTopic(TopicSpec{Name: "t4", Partitions: 3, ReplicationFactor: 1}, false); err != nil {
+		t.Fatal(err)
+	}
+	shards := func(im *Image) map[string]int {
+		out := map[string]int{}
+		for name, tp := range im.Topics {
+			for _, p := range tp.Partitions {
+				out[fmt.Sprintf("%s-%d", name, p.Partition)] = p.Shard
+			}
+		}
+		return out
+	}
+	before := shards(b.currentImage())
+	b.Close()
+	b2 := startTestBroker(t, props)
+	if after := shards(b2.currentImage()); !reflect.DeepEqual(after, before) {
+		t.Fatalf("placement after restart %v, before %v", after, before)
 	}
 }
