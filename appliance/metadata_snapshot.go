@@ -206,13 +206,18 @@ func readSnapshot(path string, end int64, shards int) (*Image, error) {
 	if err != nil {
 		return nil, err
 	}
+	return decodeSnapshot(raw, end, shards)
+}
+
+// decodeSnapshot decodes a snapshot file's bytes (see readSnapshot).
+func decodeSnapshot(raw []byte, end int64, shards int) (*Image, error) {
 	if err := checkBatchCRCs(raw); err != nil {
 		return nil, err
 	}
 	var recs []records.Record
 	var lastBatch int64 = -1
 	var inLast int
-	err = readBatches(raw, func(b *kmsg.RecordBatch, offset int64, r *kmsg.Record) error {
+	err := readBatches(raw, func(b *kmsg.RecordBatch, offset int64, r *kmsg.Record) error {
 		rec, err := records.Decode(r.Value)
 		if err != nil {
 			return fmt.Errorf("cannot decode snapshot record %d: %w", offset, err)

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/ringbroker/ringbroker/cluster/records"
 )
 
 // imageBytes is im's content as the records that rebuild it, encoded:
@@ -247,5 +249,88 @@ func TestMetadataSnapshotTorn(t *testing.T) {
 				sameImage(t, fmt.Sprintf("%s, both bad %v", name, both), got, im)
 			}
 		})
+	}
+}
+
+// FuzzDecodeSnapshot: the snapshot decoder never panics, and what it
+// accepts is an image that encodes again to a snapshot it accepts equal.
+func FuzzDecodeSnapshot(f *testing.F) {
+	im := emptyImage()
+	var err error
+	recs := topicRecs("a", TopicID{1}, 2)
+	v := "1000"
+	recs = append(recs, MetadataRecord{Config: &ConfigRecord{ResourceType: 2, Name: "a", Key: "retention.ms", Value: &v}},
+		MetadataRecord{ProducerIDs: &ProducerIDsRecord{BrokerID: 1, NextProducerID: 1000}},
+		MetadataRecord{ACL: &AccessControlEntryRecord{ID: ACLID{2}, ACLBinding: ACLBinding{ResourceType: int8(aclResTopic), ResourceName: "a", PatternType: 3, Principal: "User:x", Host: "*", Operation: 3, Permission: int8(aclPermAllow)}}},
+		MetadataRecord{ClientQuota: &ClientQuotaRecord{Entity: []ClientQuotaEntityPart{{Type: "user"}}, Key: quotaProducerByteRate, Value: 5}},
+		MetadataRecord{UserScramCredential: &UserScramCredentialRecord{Name: "u", Mechanism: scramSHA512, Salt: []byte{1}, StoredKey: []byte{2}, ServerKey: []byte{3}, Iterations: 8192}})
+	if im, err = im.Apply(int64(len(recs))-1, recs); err != nil {
+		f.Fatal(err)
+	}
+	for _, i := range []*Image{emptyImage(), im} {
+		raw, err := encodeSnapshot(i)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(raw)
+		f.Add(raw[:len(raw)-3])
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, err := decodeSnapshot(raw, 10, 2)
+		if err != nil {
+			return
+		}
+		again, err := encodeSnapshot(got)
+		if err != nil {
+			t.Fatalf("decoded image does not encode: %v", err)
+		}
+		back, err := decodeSnapshot(again, 10, 2)
+		if err != nil {
+			t.Fatalf("re-encoded snapshot does not decode: %v", err)
+		}
+		if !bytes.Equal(imageBytes(t, back), imageBytes(t, got)) {
+			t.Fatal("snapshot round trip changed the image")
+		}
+	})
+}
+
+// TestMetadataPartitionChangeReplay: a PartitionChangeRecord in the log
+// changes only what it names, keeps the partition's shard and bumps the
+// leader epoch when the leader changes; one for an unknown partition is
+// an error.
+func TestMetadataPartitionChangeReplay(t *testing.T) {
+	id := TopicID{7}
+	im, err := emptyImage().Apply(2, topicRecs("t", id, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := newPlacer(im, 3)
+	shard := im.Topics["t"].Partitions[1].Shard
+	ch := records.NewPartitionChangeRecord(records.UUID(id), 1)
+	ch.ISR = []int32{1, 2}
+	ch.Leader = 2
+	out, err := pl.convert(nil, ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := out[0].Partition
+	if p == nil || p.Leader != 2 || p.LeaderEpoch != 1 || !reflect.DeepEqual(p.ISR, []int32{1, 2}) || !reflect.DeepEqual(p.Replicas, []int32{1}) || p.Shard != shard {
+		t.Fatalf("changed partition %+v (shard was %d)", p, shard)
+	}
+	// A second change in the same batch starts from the first.
+	ch2 := records.NewPartitionChangeRecord(records.UUID(id), 1)
+	ch2.Replicas = []int32{1, 2}
+	if out, err = pl.convert(out, ch2); err != nil {
+		t.Fatal(err)
+	}
+	if p := out[1].Partition; p.Leader != 2 || p.LeaderEpoch != 1 || !reflect.DeepEqual(p.ISR, []int32{1, 2}) || !reflect.DeepEqual(p.Replicas, []int32{1, 2}) {
+		t.Fatalf("second change %+v", p)
+	}
+	next, err := im.Apply(4, out)
+	if err != nil || next.Topics["t"].Partitions[1].Leader != 2 {
+		t.Fatalf("apply: %v", err)
+	}
+	if _, err := pl.convert(nil, records.NewPartitionChangeRecord(records.UUID(id), 5)); err == nil {
+		t.Fatal("change of an unknown partition accepted")
 	}
 }
