@@ -191,8 +191,8 @@ func (b *Broker) shardLoad(im *Image) []int {
 }
 
 // leastLoaded places a new partition on a shard: numa.PartitionShard
-// (balanced by count). The answer is stored in its PartitionRecord, so it
-// is stable across restarts.
+// (balanced by count). The log does not store the answer; the replay
+// places the same way (placer in metadata_records.go).
 func leastLoaded(load []int) int { return numa.PartitionShard(load) }
 
 // openTopicPartitions opens partitions from index from on their shards and waits.

@@ -70,8 +70,11 @@ type PartitionRecord struct {
 	ISR         []int32 `json:"isr"`
 	Leader      int32   `json:"leader"`
 	LeaderEpoch int32   `json:"leaderEpoch"`
-	// Shard is the partition's owner shard on its leader, chosen by placement
-	// and kept stable across restarts.
+	// Shard is the partition's owner shard on this node, chosen by
+	// placement and never written to the log: a replay places partitions
+	// as the controller did (placer), so it is the same after a restart
+	// with the same shard count; a restart from a snapshot places the
+	// snapshot's partitions afresh, evenly.
 	Shard int `json:"shard"`
 }
 
