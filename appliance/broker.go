@@ -170,7 +170,7 @@ func (b *Broker) Start() (err error) {
 		return err
 	}
 	b.probeStorage()
-	meta, im, err := openMetadataLog(b.cfg.LogDir, b.log)
+	meta, im, err := openMetadataLogWith(b.cfg.LogDir, b.log, metadataLogOptions{SnapshotBytes: b.cfg.MetadataSnapshotBytes})
 	if err != nil {
 		return err
 	}

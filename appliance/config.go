@@ -122,6 +122,11 @@ type Config struct {
 	TopicDefaults map[string]string
 	// Props is every property as given, for DescribeConfigs on the broker.
 	Props map[string]string
+	// MetadataSnapshotBytes (metadata.log.max.record.bytes.between.snapshots,
+	// Kafka's default 20 MiB) is how many bytes of metadata records are
+	// appended between two snapshots of the metadata image (metadata_snapshot.go);
+	// 0 in a Config built by hand means the default.
+	MetadataSnapshotBytes int64
 }
 
 // topicConfigDef describes one topic-level config: its Kafka name, the
@@ -281,6 +286,9 @@ var brokerDefaults = map[string]string{
 	"log.cleaner.io.max.bytes.per.second": "1.7976931348623157E308",
 	"log.cleaner.backoff.ms":              "15000",
 	"log.cleaner.dedupe.buffer.size":      "134217728",
+
+	// Metadata image snapshots (metadata_snapshot.go).
+	"metadata.log.max.record.bytes.between.snapshots": "20971520",
 }
 
 // ConfigFromProperties builds a Config from properties, applying Kafka's
@@ -366,6 +374,7 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 	c.LogIOTailReads = boolean("log.io.tail.reads")
 	c.LogIOPreallocChunk = i64("log.io.preallocate.chunk.bytes")
 	c.LogIOPreallocZero = boolean("log.io.preallocate.zero")
+	c.MetadataSnapshotBytes = i64("metadata.log.max.record.bytes.between.snapshots")
 	c.MetricsListener = strings.TrimSpace(get("metrics.listener"))
 	c.ClusterID = props["cluster.id"]
 	c.AuthorizerClassName = strings.TrimSpace(get("authorizer.class.name"))
@@ -471,6 +480,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("log.io.cache.bytes must be >= 1048576 (one block), got %d", c.LogIOCacheBytes)
 	case c.LogIOPreallocChunk < 1<<20:
 		return fmt.Errorf("log.io.preallocate.chunk.bytes must be >= 1048576, got %d", c.LogIOPreallocChunk)
+	case c.MetadataSnapshotBytes < 0:
+		return fmt.Errorf("metadata.log.max.record.bytes.between.snapshots must be >= 1, got %d", c.MetadataSnapshotBytes)
 	}
 	switch c.IOEngine {
 	case "netpoll", "auto", "uring":

@@ -28,7 +28,10 @@ func newTopicID() TopicID {
 
 // MetadataRecord is one entry of the __cluster_metadata log. Exactly one of
 // the pointer fields is set. It plays the role of KRaft's TopicRecord,
-// PartitionRecord, ConfigRecord and RemoveTopicRecord.
+// PartitionRecord, ConfigRecord and RemoveTopicRecord. The log stores each
+// as a cluster/records binary record (toBinaryRecord, recordConverter); the JSON
+// tags are the format of logs written before, read once by the upgrade
+// (metadata_upgrade.go).
 type MetadataRecord struct {
 	Topic       *TopicRecord       `json:"topic,omitempty"`
 	Partition   *PartitionRecord   `json:"partition,omitempty"`

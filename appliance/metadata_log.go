@@ -1,7 +1,6 @@
 package appliance
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ringbroker/ringbroker/cluster/records"
 	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -19,7 +19,10 @@ import (
 const metadataTopic = "__cluster_metadata"
 
 // metadataLog stores metadata records as record batches in
-// <log.dirs>/__cluster_metadata-0, one JSON record per Kafka record. It is
+// <log.dirs>/__cluster_metadata-0, one cluster/records binary record per
+// Kafka record (a log of JSON records, as written before, is upgraded
+// once: metadata_upgrade.go), with snapshots of the image beside it
+// (metadata_snapshot.go). It is
 // the seam that the Raft quorum will replicate: today one node appends,
 // fdatasyncs and applies. Not safe for concurrent use: the controller mutex
 // serialises it.
@@ -37,7 +40,23 @@ type metadataLog struct {
 	// whose creation is in the log but whose partitions did not open
 	// (createTopic). after is the offset of the log's last record then.
 	undo *metadataUndo
+	// snapshotBytes is metadata.log.max.record.bytes.between.snapshots;
+	// sinceSnapshot counts the record bytes appended or replayed after
+	// the latest snapshot.
+	snapshotBytes int64
+	sinceSnapshot int64
 }
+
+// metadataLogOptions configures openMetadataLogWith.
+type metadataLogOptions struct {
+	// SnapshotBytes is metadata.log.max.record.bytes.between.snapshots
+	// (default 20 MiB, Kafka's).
+	SnapshotBytes int64
+}
+
+// defaultMetadataSnapshotBytes is Kafka's default of
+// metadata.log.max.record.bytes.between.snapshots.
+const defaultMetadataSnapshotBytes = 20 << 20
 
 type metadataUndo struct {
 	after int64
@@ -50,7 +69,16 @@ type metadataUndo struct {
 var errMetadataStorage = errors.New("metadata log storage")
 
 func openMetadataLog(logDir string, logger *slog.Logger) (*metadataLog, *Image, error) {
-	m := &metadataLog{dir: filepath.Join(logDir, metadataTopic+"-0"), logger: logger}
+	return openMetadataLogWith(logDir, logger, metadataLogOptions{})
+}
+
+// openMetadataLogWith opens (creating, upgrading or recovering) the
+// metadata log under logDir and returns it with its image.
+func openMetadataLogWith(logDir string, logger *slog.Logger, o metadataLogOptions) (*metadataLog, *Image, error) {
+	if o.SnapshotBytes <= 0 {
+		o.SnapshotBytes = defaultMetadataSnapshotBytes
+	}
+	m := &metadataLog{dir: filepath.Join(logDir, metadataTopic+"-0"), logger: logger, snapshotBytes: o.SnapshotBytes}
 	im, err := m.open()
 	if err != nil {
 		return nil, nil, err
@@ -58,19 +86,45 @@ func openMetadataLog(logDir string, logger *slog.Logger) (*metadataLog, *Image, 
 	return m, im, nil
 }
 
-// open opens the log and replays it.
+// open opens the log and rebuilds its image: the latest snapshot that
+// reads whole, then the records after it. A log of JSON records is
+// upgraded first.
 func (m *metadataLog) open() (*Image, error) {
-	l, err := nvme.Open(m.dir, nvme.Options{Logger: m.logger, RetentionMs: -1, RetentionBytes: -1, SegmentMs: -1})
-	if err != nil {
-		return nil, fmt.Errorf("cannot open metadata log: %w", err)
-	}
-	m.log = l
-	im, err := m.replay()
-	if err != nil {
-		l.Close()
+	if err := recoverUpgrade(m.dir); err != nil {
 		return nil, err
 	}
-	return im, nil
+	for upgraded := false; ; upgraded = true {
+		l, err := nvme.Open(m.dir, nvme.Options{Logger: m.logger, RetentionMs: -1, RetentionBytes: -1, SegmentMs: -1})
+		if err != nil {
+			return nil, fmt.Errorf("cannot open metadata log: %w", err)
+		}
+		m.log = l
+		im, err := m.load()
+		if errors.Is(err, errJSONMetadata) && !upgraded {
+			m.log = nil
+			if err := m.upgradeMetadataLog(l); err != nil {
+				return nil, fmt.Errorf("cannot upgrade metadata log: %w", err)
+			}
+			continue
+		}
+		if err != nil {
+			l.Close()
+			m.log = nil
+			return nil, err
+		}
+		return im, nil
+	}
+}
+
+// load rebuilds the image from the latest snapshot and the log after
+// it, or from the whole log.
+func (m *metadataLog) load() (*Image, error) {
+	m.sinceSnapshot = 0
+	im := emptyImage()
+	if s := m.loadLatestSnapshot(m.log.LogEndOffset()); s != nil {
+		im = s
+	}
+	return m.replay(im)
 }
 
 // repair reopens a log that a failed write took offline (a full disk,
@@ -99,9 +153,9 @@ func (m *metadataLog) repair(im *Image) (*Image, error) {
 			return nil, err
 		}
 		m.undo = nil
-		// The log now holds what im holds: im goes on at the log's end.
-		// (Not the replayed image: its partitions have fresh views, and
-		// the open partitions publish to im's.)
+		// The log now holds what im holds: im goes on at the log's end
+		// (its topic images are the ones in force, so publishing the next
+		// change diffs against them, not against equal copies).
 		moved := *im
 		moved.Offset = m.log.LogEndOffset() - 1
 		base = &moved
@@ -132,74 +186,83 @@ func (m *metadataLog) fail(err error) error {
 	return fmt.Errorf("%w: %w", errMetadataStorage, err)
 }
 
-// replay applies every record in the log to an empty image.
-func (m *metadataLog) replay() (*Image, error) {
-	im := emptyImage()
-	err := m.batches(func(last int64, recs []MetadataRecord) error {
-		// A batch is one atomic change: apply it whole.
-		next, err := im.Apply(last, recs)
-		if err != nil {
-			return err
-		}
-		im = next
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return im, nil
-}
+// replay applies the records after im.Offset to im, a batch (one atomic
+// change) at a time.
+func (m *metadataLog) replay(im *Image) (*Image, error) { return m.replayBatches(im, nil) }
 
-// batches calls fn with each committed batch of the log, in order, with
-// the offset of its last record.
-func (m *metadataLog) batches(fn func(last int64, recs []MetadataRecord) error) error {
-	off := m.log.LogStartOffset()
+// replayBatches is replay that also hands each batch, as applied, to fn
+// (when not nil) with the offset of its last record.
+func (m *metadataLog) replayBatches(im *Image, fn func(last int64, recs []MetadataRecord) error) (*Image, error) {
+	off := max(im.Offset+1, m.log.LogStartOffset())
 	end := m.log.LogEndOffset()
 	for off < end {
 		res, err := m.log.Read(off, 8<<20, end, true)
 		if err != nil {
-			return fmt.Errorf("cannot read metadata log at offset %d: %w", off, err)
+			return nil, fmt.Errorf("cannot read metadata log at offset %d: %w", off, err)
 		}
 		if len(res.Chunks) == 0 {
 			break
 		}
+		last := int64(-1)
 		for _, c := range res.Chunks {
 			buf := make([]byte, c.Len)
 			if _, err := unix.Pread(int(c.File.Fd()), buf, c.Pos); err != nil {
-				return fmt.Errorf("cannot read metadata log: %w", err)
+				return nil, fmt.Errorf("cannot read metadata log: %w", err)
 			}
-			// A chunk holds whole batches; each batch is one change.
-			var recs []MetadataRecord
-			last, base := int64(-1), int64(-1)
-			err := readBatches(buf, func(b *kmsg.RecordBatch, offset int64, r *kmsg.Record) error {
-				if b.FirstOffset != base && len(recs) > 0 {
+			m.sinceSnapshot += int64(len(buf))
+			var batch []records.Record
+			batchBase := int64(-1)
+			flush := func() error {
+				if len(batch) == 0 {
+					return nil
+				}
+				pl := newRecordConverter(im)
+				recs := make([]MetadataRecord, 0, len(batch))
+				for _, rec := range batch {
+					if recs, err = pl.convert(recs, rec); err != nil {
+						return fmt.Errorf("cannot replay metadata batch ending at offset %d: %w", last, err)
+					}
+				}
+				next, err := im.Apply(last, recs)
+				if err != nil {
+					return err
+				}
+				if fn != nil {
 					if err := fn(last, recs); err != nil {
 						return err
 					}
-					recs = nil
 				}
-				base = b.FirstOffset
-				var mr MetadataRecord
-				if err := json.Unmarshal(r.Value, &mr); err != nil {
+				im, batch = next, batch[:0]
+				return nil
+			}
+			err := readBatches(buf, func(b *kmsg.RecordBatch, offset int64, r *kmsg.Record) error {
+				if b.FirstOffset != batchBase {
+					if err := flush(); err != nil {
+						return err
+					}
+					batchBase = b.FirstOffset
+				}
+				rec, err := decodeLogRecord(r.Value)
+				if err != nil {
 					return fmt.Errorf("cannot decode metadata record at offset %d: %w", offset, err)
 				}
-				recs = append(recs, mr)
+				batch = append(batch, rec)
 				last = offset
 				return nil
 			})
+			if err == nil {
+				err = flush()
+			}
 			if err != nil {
-				return err
+				return nil, err
 			}
-			if last < 0 {
-				continue
-			}
-			if err := fn(last, recs); err != nil {
-				return err
-			}
-			off = last + 1
 		}
+		if last < 0 {
+			break
+		}
+		off = last + 1
 	}
-	return nil
+	return im, nil
 }
 
 // commit durably appends recs as one batch and returns the image with them applied.
@@ -226,11 +289,11 @@ func (m *metadataLog) commit(im *Image, recs []MetadataRecord) (*Image, error) {
 func (m *metadataLog) append(im *Image, recs []MetadataRecord) (*Image, error) {
 	krecs := make([]kmsg.Record, len(recs))
 	for i, r := range recs {
-		v, err := json.Marshal(r)
+		br, err := toBinaryRecord(r)
 		if err != nil {
-			return nil, fmt.Errorf("cannot encode metadata record: %w", err)
+			return nil, err
 		}
-		krecs[i] = kmsg.Record{Value: v}
+		krecs[i] = kmsg.Record{Value: br.AppendTo(nil)}
 	}
 	batch := appendBatch(nil, time.Now().UnixMilli(), 0, -1, -1, -1, krecs)
 	info, err := m.log.Append(batch, nvme.AppendOptions{MaxMessageBytes: 1 << 30})
@@ -241,7 +304,22 @@ func (m *metadataLog) append(im *Image, recs []MetadataRecord) (*Image, error) {
 	if err := unix.Fdatasync(int(f.Fd())); err != nil {
 		return nil, m.fail(fmt.Errorf("cannot sync metadata log: %w", err))
 	}
-	return im.Apply(info.LastOffset, recs)
+	next, err := im.Apply(info.LastOffset, recs)
+	if err != nil {
+		return nil, err
+	}
+	m.sinceSnapshot += int64(len(batch))
+	if m.sinceSnapshot >= m.snapshotBytes {
+		// A snapshot only shortens the next start: a failure is logged
+		// and retried after the next change.
+		if path, err := writeSnapshot(m.dir, next); err != nil {
+			m.logger.Warn("cannot write metadata snapshot", "dir", m.dir, "offset", next.Offset, "err", err)
+		} else {
+			m.sinceSnapshot = 0
+			m.logger.Info("wrote metadata snapshot", "file", path, "offset", next.Offset)
+		}
+	}
+	return next, nil
 }
 
 // commitErr gives a failed commit its Kafka error code:

@@ -84,7 +84,7 @@ func TestReplayedRecordsDrivePartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	var batches [][]MetadataRecord
-	if err := src.batches(func(_ int64, recs []MetadataRecord) error {
+	if _, err := src.replayBatches(emptyImage(), func(_ int64, recs []MetadataRecord) error {
 		batches = append(batches, recs)
 		return nil
 	}); err != nil {
