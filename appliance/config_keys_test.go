@@ -350,3 +350,33 @@ func TestConfigKeysInSource(t *testing.T) {
 		}
 	}
 }
+
+// FuzzUnknownConfigKeys checks, for any key, that the check does not
+// panic, that a known key is never reported, and that a suggestion is a
+// known key other than the key itself; and that the distance is symmetric
+// and bounded by the longer string.
+func FuzzUnknownConfigKeys(f *testing.F) {
+	for _, s := range []string{"log.retention.hour", "listener.name.x.sasl.enabled.mechanism", "listener.name..", "retention.ms", "", ".", "ä.ö", "shards"} {
+		f.Add(s, "log.retention.hours")
+	}
+	names := map[string]bool{}
+	for _, k := range ConfigKeys() {
+		names[k.Name] = true
+	}
+	f.Fuzz(func(t *testing.T, key, other string) {
+		got := UnknownConfigKeys(map[string]string{key: "v"})
+		if names[key] || inConfigKeyFamily(key) {
+			if len(got) != 0 {
+				t.Fatalf("known key %q reported: %v", key, got)
+			}
+		} else if len(got) != 1 || got[0].Key != key {
+			t.Fatalf("unknown key %q: got %v", key, got)
+		} else if s := got[0].Suggestion; s != "" && (s == key || !names[s] && !inConfigKeyFamily(s)) {
+			t.Fatalf("key %q: suggestion %q is not another known key", key, s)
+		}
+		d := damerauLevenshtein(key, other)
+		if d != damerauLevenshtein(other, key) || d > max(len(key), len(other)) || (d == 0) != (key == other) {
+			t.Fatalf("damerauLevenshtein(%q, %q) = %d: not a distance", key, other, d)
+		}
+	})
+}
