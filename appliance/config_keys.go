@@ -91,7 +91,7 @@ var configKeys = []ConfigKey{
 
 	// Groups and offsets.
 	{Name: "offsets.topic.num.partitions", Type: "int", Default: "50", Doc: "partitions of __consumer_offsets"},
-	{Name: "offsets.topic.replication.factor", Type: "short", Default: "1", Doc: "replication factor of __consumer_offsets (one node: 1)"},
+	{Name: "offsets.topic.replication.factor", Type: "short", Default: "1", Doc: "replication factor of __consumer_offsets, as DescribeConfigs reports it (one node: always 1)"},
 	{Name: "offsets.topic.segment.bytes", Type: "int", Default: "104857600", Doc: "segment.bytes of __consumer_offsets"},
 	{Name: "offsets.retention.minutes", Type: "int", Default: "10080", Doc: "committed offsets of empty groups expire after this long"},
 	{Name: "offsets.retention.check.interval.ms", Type: "long", Default: "600000", Doc: "how often expired offsets are removed"},
@@ -219,7 +219,10 @@ func ConfigKeys() []ConfigKey {
 // UnknownConfigKey is a property that ringbroker neither reads nor
 // deliberately ignores, with the closest known name ("" when none is close).
 type UnknownConfigKey struct {
-	Key        string
+	// Key is the property as given.
+	Key string
+	// Suggestion is the known property closest to Key, "" when none is
+	// within maxSuggestDistance.
 	Suggestion string
 }
 
