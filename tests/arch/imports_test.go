@@ -28,7 +28,7 @@ func concept(name string) importRule {
 	return importRule{from: "appliance/" + name + "/...", may: append([]string{"appliance/" + name + "/...", "appliance/wire"}, lower...)}
 }
 
-// everything the appliance root may depend on.
+// applianceMay is everything the appliance root (and tools/...) may depend on.
 var applianceMay = append([]string{"appliance/...", "cluster/...", "tiering/..."}, lower...)
 
 // importRules mirrors docs/architecture.md, "Import direction". Keep the two
