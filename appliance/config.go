@@ -127,7 +127,20 @@ type Config struct {
 	// appended between two snapshots of the metadata image (metadata_snapshot.go);
 	// 0 in a Config built by hand means the default.
 	MetadataSnapshotBytes int64
+
+	// Strict is config.strict: an unknown property stops
+	// ConfigFromProperties with ErrUnknownConfigKey instead of being left
+	// in UnknownKeys for a warning.
+	Strict bool
+	// UnknownKeys are the properties that no ConfigKey names
+	// (UnknownConfigKeys), each with the closest known name: the binary
+	// logs one warning per key.
+	UnknownKeys []UnknownConfigKey
 }
+
+// ErrUnknownConfigKey is wrapped by the error of ConfigFromProperties when
+// config.strict=true and a property is unknown.
+var ErrUnknownConfigKey = errors.New("unknown configuration key")
 
 // topicConfigDef describes one topic-level config: its Kafka name, the
 // broker property that sets its default, and that default.
@@ -382,8 +395,22 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 	if err == nil {
 		c.SuperUsers, err = parseSuperUsers(get("super.users"))
 	}
+	if v, ok := props["config.strict"]; ok && err == nil {
+		// Not in brokerDefaults, so that DescribeConfigs lists it only when set.
+		if c.Strict, err = parseBoolProp(v); err != nil {
+			err = fmt.Errorf("cannot parse config.strict=%q: %w", v, err)
+		}
+	}
 	if err != nil {
 		return Config{}, err
+	}
+	c.UnknownKeys = UnknownConfigKeys(props)
+	if c.Strict && len(c.UnknownKeys) > 0 {
+		keys := make([]string, len(c.UnknownKeys))
+		for i, u := range c.UnknownKeys {
+			keys[i] = u.String()
+		}
+		return Config{}, fmt.Errorf("cannot start with config.strict=true: %w: %s", ErrUnknownConfigKey, strings.Join(keys, "; "))
 	}
 	dirs := get("log.dirs")
 	if v, ok := props["log.dir"]; ok && props["log.dirs"] == "" {

@@ -5,8 +5,9 @@
 //
 // As Kafka's kafka-server-start.sh, it takes a server.properties file and any
 // property as --override key=value; ringbroker's own knobs (io.engine,
-// log.io.mode, shards) are properties too. SIGTERM or SIGINT shut it down
-// cleanly.
+// log.io.mode, shards) are properties too. An unknown property is logged
+// as a warning with the closest known name, or refused with
+// config.strict=true. SIGTERM or SIGINT shut it down cleanly.
 package main
 
 import (
@@ -114,6 +115,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	warnUnknownKeys(logger, cfg.UnknownKeys)
 	if *printTopo {
 		out, err := appliance.DescribeTopology(cfg)
 		if err != nil {
@@ -147,4 +149,17 @@ func run(args []string) error {
 	signal.Stop(sigs)
 	_ = sdNotify("STOPPING=1")
 	return b.Close()
+}
+
+// warnUnknownKeys logs one warning per property that ringbroker does not
+// know, naming the closest known one when there is one (a misspelt key is
+// otherwise ignored without a word; config.strict=true refuses it instead).
+func warnUnknownKeys(logger *slog.Logger, unknown []appliance.UnknownConfigKey) {
+	for _, u := range unknown {
+		if u.Suggestion == "" {
+			logger.Warn("ignoring unknown configuration key", "key", u.Key)
+			continue
+		}
+		logger.Warn("ignoring unknown configuration key", "key", u.Key, "suggestion", u.Suggestion)
+	}
 }
