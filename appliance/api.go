@@ -1,6 +1,7 @@
 package appliance
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/quota"
 	"github.com/ringbroker/ringbroker/appliance/wire"
 )
 
@@ -56,9 +57,9 @@ func newAPITable(b *Broker) *wire.Table {
 		// Security and quotas.
 		saslHandshakeAPI, saslAuthenticateAPI, createACLsAPI, deleteACLsAPI, describeACLsAPI,
 		alterUserScramCredentialsAPI, describeUserScramCredentialsAPI,
-		alterClientQuotasAPI, describeClientQuotasAPI,
 	} {
 		t.Register(d.bind(b))
 	}
+	quota.Register(t, quotaBroker{b})
 	return t
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"github.com/ringbroker/ringbroker/appliance/quota"
 	"github.com/ringbroker/ringbroker/appliance/wire"
 	"log/slog"
 	"net"
@@ -58,7 +59,7 @@ type Broker struct {
 	cleaner *logCleaner
 
 	metrics *brokerMetrics // never nil after New
-	quotas  *quotaManager  // byte-rate quota rates (quota_enforce.go); never nil after New
+	quotas  *quota.Manager // byte-rate quota rates (quota_enforce.go); never nil after New
 
 	authz *authorizer // the ACL authorizer (authorizer.go); nil when authorizer.class.name is empty
 	// scramFakeKey derives the salts of SCRAM exchanges for unknown users
@@ -119,7 +120,7 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 	b.tailReads = cfg.LogIOTailReads
 	b.apis = newAPITable(b)
 	b.metrics = newBrokerMetrics(b, b.apis)
-	q, err := newQuotaManager(cfg.Props, b.metrics.set)
+	q, err := quota.NewManager(cfg.Props, b.metrics.set)
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,9 @@
 //
 // It may import cluster, tiering, nvme, ioring, numa and its concept
 // packages (appliance/wire and the packages that register into it);
-// nothing imports it except tools/.
+// nothing imports it except tools/. Concept packages so far: quota (client
+// quotas and their handlers; quota_enforce.go holds the produce and fetch
+// side and the quota.Broker adapter).
 //
 // Requests: a connection decodes a frame, looks its API up in the broker's
 // wire.Table (built once in New; no package-level table, so several brokers

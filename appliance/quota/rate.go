@@ -1,4 +1,4 @@
-package appliance
+package quota
 
 // The rate a byte-rate quota is checked against, sampled as Kafka's
 // metrics library samples a Rate (KIP-13): quota.window.num samples of
@@ -14,16 +14,16 @@ import (
 	"time"
 )
 
-// quotaConfig is the broker's quota sampling config.
-type quotaConfig struct {
+// Config is the broker's quota sampling config.
+type Config struct {
 	windowNum int   // quota.window.num, default 11
 	windowMs  int64 // quota.window.size.seconds in ms, default 1000
 }
 
-// quotaConfigFromProps reads quota.window.num and quota.window.size.seconds
+// ConfigFromProps reads quota.window.num and quota.window.size.seconds
 // (Kafka's names and defaults; both must be >= 1).
-func quotaConfigFromProps(props map[string]string) (quotaConfig, error) {
-	c := quotaConfig{windowNum: 11, windowMs: 1000}
+func ConfigFromProps(props map[string]string) (Config, error) {
+	c := Config{windowNum: 11, windowMs: 1000}
 	if v := strings.TrimSpace(props["quota.window.num"]); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
@@ -42,7 +42,7 @@ func quotaConfigFromProps(props map[string]string) (quotaConfig, error) {
 }
 
 // maxThrottle caps one throttle time at the whole sampled span (num windows).
-func (c quotaConfig) maxThrottle() time.Duration {
+func (c Config) maxThrottle() time.Duration {
 	return time.Duration(int64(c.windowNum)*c.windowMs) * time.Millisecond
 }
 
@@ -54,15 +54,15 @@ type rateSample struct {
 }
 
 // sampledRate is a rate over windowNum samples of windowMs each. Not safe
-// for concurrent use (quotaManager's mutex guards it).
+// for concurrent use (the Manager's mutex guards it).
 type sampledRate struct {
-	cfg     quotaConfig
+	cfg     Config
 	samples []rateSample
 	current int
 	lastMs  int64 // last record, for expiring idle rates
 }
 
-func newSampledRate(cfg quotaConfig) *sampledRate {
+func newSampledRate(cfg Config) *sampledRate {
 	return &sampledRate{cfg: cfg, samples: make([]rateSample, cfg.windowNum)}
 }
 
