@@ -2,12 +2,12 @@ package appliance
 
 import (
 	"encoding/json"
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"io"
 	"log/slog"
 	"strings"
 	"testing"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )

@@ -2,7 +2,6 @@ package appliance
 
 import (
 	"errors"
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"io"
 	"log/slog"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/ringbroker/ringbroker/ioring"
 	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kerr"

@@ -23,9 +23,9 @@ package appliance
 
 import (
 	"fmt"
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"strings"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 

@@ -4,8 +4,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"github.com/ringbroker/ringbroker/appliance/quota"
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"log/slog"
 	"net"
 	"os"
@@ -17,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/quota"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/ringbroker/ringbroker/ioring"
 	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kmsg"

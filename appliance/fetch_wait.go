@@ -13,16 +13,15 @@ package appliance
 // client quotas may hold continue on a goroutine.
 
 import (
-	"github.com/ringbroker/ringbroker/appliance/quota"
-	"github.com/ringbroker/ringbroker/appliance/wire"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
+	"github.com/ringbroker/ringbroker/appliance/quota"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/ringbroker/ringbroker/nvme"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // fetchState is one fetch's request-side and answer-side storage.

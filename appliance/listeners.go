@@ -17,10 +17,11 @@ package appliance
 
 import (
 	"fmt"
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"net"
 	"strconv"
 	"strings"
+
+	"github.com/ringbroker/ringbroker/appliance/wire"
 )
 
 // Security protocols (Kafka's SecurityProtocol names).

@@ -8,11 +8,11 @@ package appliance
 // request (acks=0 and 1; acks=-1 adds the group commit's callback).
 
 import (
-	"github.com/ringbroker/ringbroker/appliance/quota"
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"sync/atomic"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/quota"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )

@@ -1,9 +1,9 @@
 package appliance
 
 import (
+	"testing"
+
 	"github.com/ringbroker/ringbroker/appliance/quota"
-				"testing"
-	
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )

@@ -15,8 +15,8 @@ package appliance
 
 import (
 	"errors"
-	"github.com/ringbroker/ringbroker/appliance/wire"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )

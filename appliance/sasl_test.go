@@ -9,10 +9,10 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"strings"
 	"testing"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
