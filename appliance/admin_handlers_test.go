@@ -136,7 +136,7 @@ func adminRun(t *testing.T, b *Broker, req kmsg.Request, version int16) kmsg.Res
 }
 
 func TestAdminAPIsRegistered(t *testing.T) {
-	apis := newAPITable(nil)
+	apis := newAPITable(&Broker{})
 	want := map[int16][2]int16{20: {0, 6}, 21: {0, 2}, 23: {0, 4}, 32: {0, 4}, 33: {0, 2}, 35: {0, 4}, 37: {0, 3}, 44: {0, 1}, 60: {0, 1}}
 	for key, r := range want {
 		d, ok := apis.Lookup(key)

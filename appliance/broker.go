@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ringbroker/ringbroker/appliance/quota"
+	"github.com/ringbroker/ringbroker/appliance/security"
 	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/ringbroker/ringbroker/ioring"
 	"github.com/ringbroker/ringbroker/nvme"
@@ -61,7 +62,7 @@ type Broker struct {
 	metrics *brokerMetrics // never nil after New
 	quotas  *quota.Manager // byte-rate quota rates (quota_enforce.go); never nil after New
 
-	authz *authorizer // the ACL authorizer (authorizer.go); nil when authorizer.class.name is empty
+	authz *security.Authorizer // the ACL authorizer (authorizer.go); nil when authorizer.class.name is empty
 	// scramFakeKey derives the salts of SCRAM exchanges for unknown users
 	// (sasl.go); random per process.
 	scramFakeKey []byte
@@ -118,6 +119,7 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 	}
 	b := &Broker{cfg: cfg, log: logger, conns: map[*conn]struct{}{}, closing: make(chan struct{}), serveErr: make(chan error, 1)}
 	b.tailReads = cfg.LogIOTailReads
+	b.authz = newAuthorizer(cfg, func() *ACLSet { return b.currentImage().ACLs })
 	b.apis = newAPITable(b)
 	b.metrics = newBrokerMetrics(b, b.apis)
 	q, err := quota.NewManager(cfg.Props, b.metrics.set)
@@ -125,10 +127,6 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 		return nil, err
 	}
 	b.quotas = q
-	b.authz = newAuthorizer(cfg)
-	if b.authz != nil {
-		b.authz.acls = func() *ACLSet { return b.currentImage().ACLs }
-	}
 	b.scramFakeKey = make([]byte, 32)
 	_, _ = rand.Read(b.scramFakeKey) // crypto/rand.Read never fails
 	return b, nil
