@@ -2,12 +2,12 @@ package appliance
 
 import (
 	"encoding/json"
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"io"
 	"log/slog"
 	"strings"
 	"testing"
 
+	"github.com/ringbroker/ringbroker/appliance/security"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -16,8 +16,8 @@ import (
 const (
 	tTopic, tGroup, tCluster, tTxn = int8(aclResTopic), int8(aclResGroup), int8(aclResCluster), int8(aclResTxnID)
 	tDelegationToken               = int8(kmsg.ACLResourceTypeDelegationToken)
-	pLit, pPre                     = int8(aclPatLiteral), int8(aclPatPrefixed)
-	allow, deny                    = int8(aclPermAllow), int8(aclPermDeny)
+	pLit, pPre                     = int8(kmsg.ACLResourcePatternTypeLiteral), int8(kmsg.ACLResourcePatternTypePrefixed)
+	allow, deny                    = int8(kmsg.ACLPermissionTypeAllow), int8(kmsg.ACLPermissionTypeDeny)
 	opAll, opRead, opWrite         = int8(kmsg.ACLOperationAll), int8(kmsg.ACLOperationRead), int8(kmsg.ACLOperationWrite)
 	opDescribe, opAlter, opCreate  = int8(kmsg.ACLOperationDescribe), int8(kmsg.ACLOperationAlter), int8(kmsg.ACLOperationCreate)
 	opAlterCfg, opDescribeCfg      = int8(kmsg.ACLOperationAlterConfigs), int8(kmsg.ACLOperationDescribeConfigs)
@@ -32,7 +32,7 @@ func aclSetOf(t *testing.T, bs ...ACLBinding) *Image {
 	t.Helper()
 	var recs []MetadataRecord
 	for _, b := range bs {
-		recs = append(recs, MetadataRecord{ACL: &AccessControlEntryRecord{ID: newACLID(), ACLBinding: b}})
+		recs = append(recs, MetadataRecord{ACL: &AccessControlEntryRecord{ID: security.NewACLID(), ACLBinding: b}})
 	}
 	im, err := emptyImage().Apply(int64(len(recs)-1), recs)
 	if err != nil {
@@ -41,186 +41,10 @@ func aclSetOf(t *testing.T, bs ...ACLBinding) *Image {
 	return im
 }
 
-func TestAuthorizePrecedence(t *testing.T) {
-	const alice, bob, anon = "User:alice", "User:bob", anonymousPrincipal
-	im := aclSetOf(t,
-		bind(tTopic, "orders", pLit, alice, "*", opRead, allow),
-		bind(tTopic, "orders", pLit, alice, "10.0.0.9", opRead, deny),
-		bind(tTopic, "pay-", pPre, "User:*", "*", opWrite, allow),
-		bind(tTopic, "pay-secret", pLit, bob, "*", opAll, deny),
-		bind(tDelegationToken, "*", pLit, "User:ops", "*", opAll, allow),
-		bind(tTopic, "cfg", pLit, alice, "*", opAlterCfg, allow),
-		bind(tGroup, "g", pLit, anon, "*", opRead, deny),
-		bind(tCluster, clusterResourceName, pLit, alice, "*", opCreate, allow),
-	)
-	type tc struct {
-		name      string
-		principal string
-		host      string
-		op        int8
-		rt        int8
-		res       string
-		everyone  bool
-		want      bool
-	}
-	cases := []tc{
-		{"literal allow", alice, "10.0.0.1", opRead, tTopic, "orders", false, true},
-		{"allow READ implies DESCRIBE", alice, "10.0.0.1", opDescribe, tTopic, "orders", false, true},
-		{"allow READ does not give WRITE", alice, "10.0.0.1", opWrite, tTopic, "orders", false, false},
-		{"deny on host wins", alice, "10.0.0.9", opRead, tTopic, "orders", false, false},
-		{"deny READ does not deny DESCRIBE", alice, "10.0.0.9", opDescribe, tTopic, "orders", false, true},
-		{"ACLs on the resource but none for the principal", bob, "10.0.0.1", opRead, tTopic, "orders", true, false},
-		{"prefixed wildcard principal", bob, "1.2.3.4", opWrite, tTopic, "pay-in", false, true},
-		{"prefixed WRITE implies DESCRIBE", anon, "1.2.3.4", opDescribe, tTopic, "pay-in", false, true},
-		{"prefix does not cover shorter name", bob, "1.2.3.4", opWrite, tTopic, "pay", true, true},
-		{"prefix does not cover shorter name, no everyone", bob, "1.2.3.4", opWrite, tTopic, "pay", false, false},
-		{"deny ALL beats prefixed allow", bob, "1.2.3.4", opWrite, tTopic, "pay-secret", true, false},
-		{"wildcard resource", "User:ops", "1.2.3.4", opAlter, tDelegationToken, "anything", false, true},
-		{"a wildcard binding names every resource", bob, "1.2.3.4", opAlter, tDelegationToken, "anything", true, false},
-		{"ALTER_CONFIGS implies DESCRIBE_CONFIGS", alice, "h", opDescribeCfg, tTopic, "cfg", false, true},
-		{"no ACL, everyone allowed", bob, "h", opRead, tTopic, "free", true, true},
-		{"no ACL, default deny", bob, "h", opRead, tTopic, "free", false, false},
-		{"group deny", anon, "h", opRead, tGroup, "g", true, false},
-		{"other group free", anon, "h", opRead, tGroup, "g2", true, true},
-		{"cluster create", alice, "h", opCreate, tCluster, clusterResourceName, false, true},
-		{"cluster other op", alice, "h", opAlter, tCluster, clusterResourceName, true, false},
-		{"transactional id untouched", anon, "h", opWrite, tTxn, "tx", true, true},
-		{"super user beats deny", "User:root", "10.0.0.9", opRead, tTopic, "orders", false, true},
-	}
-	for _, c := range cases {
-		a := &authorizer{superUsers: map[string]bool{"User:root": true}, allowEveryone: c.everyone}
-		got := a.authorize(im.ACLs, c.principal, c.host, kmsg.ACLOperation(c.op), kmsg.ACLResourceType(c.rt), c.res)
-		if got != c.want {
-			t.Errorf("%s: authorize(%s, %s, %d, %d, %q) = %v, want %v", c.name, c.principal, c.host, c.op, c.rt, c.res, got, c.want)
-		}
-	}
-}
-
-func TestAuthorizeAnyOfType(t *testing.T) {
-	a := &authorizer{superUsers: map[string]bool{}}
-	anon := anonymousPrincipal
-	if a.authorizeAnyOfType(nil, anon, "h", kmsg.ACLOperationWrite, aclResTopic) {
-		t.Error("no ACLs, allow.everyone false: allowed")
-	}
-	im := aclSetOf(t, bind(tTopic, "t", pLit, anon, "*", opWrite, allow))
-	if !a.authorizeAnyOfType(im.ACLs, anon, "h", kmsg.ACLOperationWrite, aclResTopic) {
-		t.Error("ALLOW WRITE on one topic: denied")
-	}
-	im = aclSetOf(t, bind(tTopic, "t", pLit, anon, "*", opWrite, allow), bind(tTopic, "t", pPre, anon, "*", opWrite, deny))
-	if a.authorizeAnyOfType(im.ACLs, anon, "h", kmsg.ACLOperationWrite, aclResTopic) {
-		t.Error("ALLOW WRITE covered by a DENY prefix: allowed")
-	}
-	a.allowEveryone = true
-	im = aclSetOf(t, bind(tTopic, "*", pLit, anon, "*", opWrite, deny))
-	if a.authorizeAnyOfType(im.ACLs, anon, "h", kmsg.ACLOperationWrite, aclResTopic) {
-		t.Error("DENY WRITE on every topic: allowed")
-	}
-}
-
-func TestAuthorizeDoesNotAllocate(t *testing.T) {
-	var bs []ACLBinding
-	for _, p := range []string{"a", "ab", "abc-", "orders-"} {
-		bs = append(bs, bind(tTopic, p, pPre, "User:x", "*", opWrite, allow))
-	}
-	bs = append(bs, bind(tTopic, "orders-eu", pLit, anonymousPrincipal, "*", opWrite, deny))
-	im := aclSetOf(t, bs...)
-	a := &authorizer{superUsers: map[string]bool{"User:root": true}, allowEveryone: true}
-	name := "orders-eu"
-	n := testing.AllocsPerRun(1000, func() {
-		if a.authorize(im.ACLs, anonymousPrincipal, "127.0.0.1", kmsg.ACLOperationWrite, aclResTopic, name) {
-			t.Fatal("allowed")
-		}
-	})
-	if n != 0 {
-		t.Errorf("authorize allocates %v times per call, want 0", n)
-	}
-}
-
-func TestACLFilterMatches(t *testing.T) {
-	str := func(s string) *string { return &s }
-	lit := bind(tTopic, "orders", pLit, "User:a", "*", opRead, allow)
-	wild := bind(tTopic, "*", pLit, "User:a", "*", opRead, allow)
-	pre := bind(tTopic, "ord", pPre, "User:a", "*", opRead, allow)
-	grp := bind(tGroup, "orders", pLit, "User:a", "*", opRead, deny)
-	all := []ACLBinding{lit, wild, pre, grp}
-	any := ACLFilter{ResourceType: int8(aclResAny), PatternType: int8(aclPatAny), Operation: int8(aclOpAny), Permission: int8(aclPermAny)}
-	cases := []struct {
-		name string
-		f    func(f ACLFilter) ACLFilter
-		want []ACLBinding
-	}{
-		{"ANY", func(f ACLFilter) ACLFilter { return f }, all},
-		{"topic", func(f ACLFilter) ACLFilter { f.ResourceType = tTopic; return f }, []ACLBinding{lit, wild, pre}},
-		{"ANY name orders", func(f ACLFilter) ACLFilter { f.ResourceName = str("orders"); return f }, []ACLBinding{lit, grp}},
-		{"MATCH orders", func(f ACLFilter) ACLFilter {
-			f.ResourceType, f.PatternType, f.ResourceName = tTopic, int8(aclPatMatch), str("orders")
-			return f
-		}, []ACLBinding{lit, wild, pre}},
-		{"MATCH other", func(f ACLFilter) ACLFilter {
-			f.PatternType, f.ResourceName = int8(aclPatMatch), str("x")
-			return f
-		}, []ACLBinding{wild}},
-		{"LITERAL", func(f ACLFilter) ACLFilter { f.PatternType = pLit; return f }, []ACLBinding{lit, wild, grp}},
-		{"PREFIXED ord", func(f ACLFilter) ACLFilter { f.PatternType, f.ResourceName = pPre, str("ord"); return f }, []ACLBinding{pre}},
-		{"PREFIXED orders", func(f ACLFilter) ACLFilter { f.PatternType, f.ResourceName = pPre, str("orders"); return f }, nil},
-		{"DENY", func(f ACLFilter) ACLFilter { f.Permission = deny; return f }, []ACLBinding{grp}},
-		{"principal", func(f ACLFilter) ACLFilter { f.Principal = str("User:b"); return f }, nil},
-		{"host", func(f ACLFilter) ACLFilter { f.Host = str("*"); f.Operation = opRead; return f }, all},
-		{"op", func(f ACLFilter) ACLFilter { f.Operation = opWrite; return f }, nil},
-	}
-	for _, c := range cases {
-		f := c.f(any)
-		var got []ACLBinding
-		for _, b := range all {
-			if f.matches(b) {
-				got = append(got, b)
-			}
-		}
-		if len(got) != len(c.want) {
-			t.Errorf("%s: matched %v, want %v", c.name, got, c.want)
-			continue
-		}
-		for i := range got {
-			if got[i] != c.want[i] {
-				t.Errorf("%s: matched %v, want %v", c.name, got, c.want)
-				break
-			}
-		}
-	}
-	if err := (ACLFilter{ResourceType: 0, PatternType: 1, Operation: 1, Permission: 1}).validate(); err == nil {
-		t.Error("UNKNOWN resource type in a filter accepted")
-	}
-}
-
-func TestValidateACLBinding(t *testing.T) {
-	ok := bind(tTopic, "t", pLit, "User:a", "*", opRead, allow)
-	if err := validateACLBinding(ok); err != nil {
-		t.Fatal(err)
-	}
-	bad := map[string]func(b *ACLBinding){
-		"ANY resource":       func(b *ACLBinding) { b.ResourceType = int8(aclResAny) },
-		"UNKNOWN resource":   func(b *ACLBinding) { b.ResourceType = 0 },
-		"MATCH pattern":      func(b *ACLBinding) { b.PatternType = int8(aclPatMatch) },
-		"ANY operation":      func(b *ACLBinding) { b.Operation = int8(aclOpAny) },
-		"ANY permission":     func(b *ACLBinding) { b.Permission = int8(aclPermAny) },
-		"principal no colon": func(b *ACLBinding) { b.Principal = "alice" },
-		"principal no name":  func(b *ACLBinding) { b.Principal = "User:" },
-		"empty name":         func(b *ACLBinding) { b.ResourceName = "" },
-		"cluster name":       func(b *ACLBinding) { b.ResourceType = tCluster; b.ResourceName = "c" },
-	}
-	for name, mut := range bad {
-		b := ok
-		mut(&b)
-		if err := validateACLBinding(b); err == nil || wire.ErrCode(err) != kerr.InvalidRequest.Code {
-			t.Errorf("%s: %v, want INVALID_REQUEST", name, err)
-		}
-	}
-}
-
 func TestACLRecordsApply(t *testing.T) {
 	b1 := bind(tTopic, "t", pLit, "User:a", "*", opRead, allow)
 	b2 := bind(tGroup, "g-", pPre, "User:a", "*", opRead, deny)
-	id1, id2 := newACLID(), newACLID()
+	id1, id2 := security.NewACLID(), security.NewACLID()
 	recs := []MetadataRecord{{ACL: &AccessControlEntryRecord{ID: id1, ACLBinding: b1}}, {ACL: &AccessControlEntryRecord{ID: id2, ACLBinding: b2}}}
 	// Records survive their JSON form (the metadata log stores JSON).
 	for i, r := range recs {
@@ -259,8 +83,8 @@ func TestACLRecordsApply(t *testing.T) {
 	if _, ok := im3.ACLs.Lookup(b1); ok || im3.ACLs.Len() != 1 || im2.ACLs.Len() != 2 {
 		t.Fatalf("after remove: %d bindings (before: %d)", im3.ACLs.Len(), im2.ACLs.Len())
 	}
-	a := &authorizer{}
-	if a.authorize(im3.ACLs, "User:a", "h", kmsg.ACLOperationRead, aclResGroup, "g-1") || !a.authorize(im1.ACLs, "User:a", "h", kmsg.ACLOperationRead, aclResTopic, "t") {
+	a := security.NewAuthorizer("org.apache.kafka.metadata.authorizer.StandardAuthorizer", nil, false, nil)
+	if a.Allowed(im3.ACLs, "User:a", "h", kmsg.ACLOperationRead, aclResGroup, "g-1") || !a.Allowed(im1.ACLs, "User:a", "h", kmsg.ACLOperationRead, aclResTopic, "t") {
 		t.Fatal("the applied sets do not authorize as their bindings say")
 	}
 	if _, err := im3.Apply(4, []MetadataRecord{{RemoveACL: &RemoveAccessControlEntryRecord{ID: id1}}}); err == nil {
@@ -269,7 +93,7 @@ func TestACLRecordsApply(t *testing.T) {
 	if _, err := im3.Apply(4, []MetadataRecord{{ACL: &AccessControlEntryRecord{ID: id2, ACLBinding: b1}}}); err == nil {
 		t.Error("adding an existing id applied")
 	}
-	if _, err := im3.Apply(4, []MetadataRecord{{ACL: &AccessControlEntryRecord{ID: newACLID(), ACLBinding: bind(1, "x", pLit, "User:a", "*", opRead, allow)}}}); err == nil {
+	if _, err := im3.Apply(4, []MetadataRecord{{ACL: &AccessControlEntryRecord{ID: security.NewACLID(), ACLBinding: bind(1, "x", pLit, "User:a", "*", opRead, allow)}}}); err == nil {
 		t.Error("adding an ANY-resource binding applied")
 	}
 }
@@ -285,12 +109,12 @@ func TestAuthorizerConfig(t *testing.T) {
 		return p
 	}
 	cfg, err := ConfigFromProperties(base)
-	if err != nil || cfg.AuthorizerClassName != "" || cfg.AllowEveryoneIfNoACLFound || newAuthorizer(cfg) != nil {
+	if err != nil || cfg.AuthorizerClassName != "" || cfg.AllowEveryoneIfNoACLFound || newAuthorizer(cfg, nil) != nil {
 		t.Fatalf("defaults: %v %+v", err, cfg.AuthorizerClassName)
 	}
-	for _, class := range []string{standardAuthorizerClass, aclAuthorizerClass} {
+	for _, class := range []string{"org.apache.kafka.metadata.authorizer.StandardAuthorizer", "kafka.security.authorizer.AclAuthorizer"} {
 		cfg, err := ConfigFromProperties(with("authorizer.class.name", class))
-		if err != nil || newAuthorizer(cfg) == nil {
+		if err != nil || newAuthorizer(cfg, nil) == nil {
 			t.Errorf("%s: %v", class, err)
 		}
 	}
@@ -317,7 +141,7 @@ func TestPeerHost(t *testing.T) {
 // aclBroker starts a broker with the authorizer on and props.
 func aclBroker(t *testing.T, dir string, props map[string]string) *Broker {
 	t.Helper()
-	p := map[string]string{"authorizer.class.name": standardAuthorizerClass, "log.dirs": dir, "metrics.listener": "none"}
+	p := map[string]string{"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer", "log.dirs": dir, "metrics.listener": "none"}
 	for k, v := range props {
 		p[k] = v
 	}
@@ -423,6 +247,18 @@ func TestACLAPIsSecurityDisabled(t *testing.T) {
 	}
 }
 
+// commitACLs adds bindings through the controller directly, as an
+// operator with every right would (the ACL APIs check the caller).
+func commitACLs(b *Broker, bs ...ACLBinding) error {
+	return securityBroker{b}.Change(func(security.View) []security.Record {
+		recs := make([]security.Record, len(bs))
+		for i, bd := range bs {
+			recs[i] = security.Record{ACL: &AccessControlEntryRecord{ID: security.NewACLID(), ACLBinding: bd}}
+		}
+		return recs
+	})
+}
+
 func TestACLEnforcedOnHandlers(t *testing.T) {
 	// Default deny (allow.everyone.if.no.acl.found=false): only what the
 	// bindings allow is allowed; the ACL APIs need cluster ACLs too.
@@ -436,8 +272,8 @@ func TestACLEnforcedOnHandlers(t *testing.T) {
 	if r := adminRun(t, b, kmsg.NewPtrDescribeACLsRequest(), 1).(*kmsg.DescribeACLsResponse); r.ErrorCode != kerr.ClusterAuthorizationFailed.Code {
 		t.Errorf("DescribeAcls without DESCRIBE on the cluster: code %d", r.ErrorCode)
 	}
-	if errs := b.createACLs([]ACLBinding{bind(tTopic, "open", pLit, anonymousPrincipal, "*", opAll, allow)}); errs[0] != nil {
-		t.Fatal(errs[0])
+	if err := commitACLs(b, bind(tTopic, "open", pLit, security.AnonymousPrincipal, "*", opAll, allow)); err != nil {
+		t.Fatal(err)
 	}
 	md := kmsg.NewPtrMetadataRequest()
 	mr := adminRun(t, b, md, 12).(*kmsg.MetadataResponse)

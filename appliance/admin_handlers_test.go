@@ -2,7 +2,6 @@ package appliance
 
 import (
 	"errors"
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"io"
 	"log/slog"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/ringbroker/ringbroker/ioring"
 	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -135,7 +135,7 @@ func adminRun(t *testing.T, b *Broker, req kmsg.Request, version int16) kmsg.Res
 }
 
 func TestAdminAPIsRegistered(t *testing.T) {
-	apis := newAPITable(nil)
+	apis := newAPITable(&Broker{})
 	want := map[int16][2]int16{20: {0, 6}, 21: {0, 2}, 23: {0, 4}, 32: {0, 4}, 33: {0, 2}, 35: {0, 4}, 37: {0, 3}, 44: {0, 1}, 60: {0, 1}}
 	for key, r := range want {
 		d, ok := apis.Lookup(key)

@@ -1,6 +1,8 @@
 package appliance
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/quota"
+	"github.com/ringbroker/ringbroker/appliance/security"
 	"github.com/ringbroker/ringbroker/appliance/wire"
 )
 
@@ -32,8 +34,9 @@ func (d apiDef) bind(b *Broker) wire.API {
 	return a
 }
 
-// newAPITable builds b's dispatch table: every API this node answers. b
-// may be nil for tests that only parse frames.
+// newAPITable builds b's dispatch table: every API this node answers. Its
+// authorizer (b.authz) must be set already; tests that only parse frames
+// pass a zero Broker.
 func newAPITable(b *Broker) *wire.Table {
 	t := wire.NewTable()
 	for _, d := range []apiDef{
@@ -53,12 +56,12 @@ func newAPITable(b *Broker) *wire.Table {
 		// Share groups (KIP-932).
 		shareGroupHeartbeatAPI, shareGroupDescribeAPI, shareFetchAPI, shareAcknowledgeAPI,
 		describeShareGroupOffsetsAPI, alterShareGroupOffsetsAPI, deleteShareGroupOffsetsAPI,
-		// Security and quotas.
-		saslHandshakeAPI, saslAuthenticateAPI, createACLsAPI, deleteACLsAPI, describeACLsAPI,
-		alterUserScramCredentialsAPI, describeUserScramCredentialsAPI,
-		alterClientQuotasAPI, describeClientQuotasAPI,
+		// SASL authentication of the connection.
+		saslHandshakeAPI, saslAuthenticateAPI,
 	} {
 		t.Register(d.bind(b))
 	}
+	quota.Register(t, quotaBroker{b})
+	security.Register(t, securityBroker{b}, b.authz, b.log)
 	return t
 }

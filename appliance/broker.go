@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"log/slog"
 	"net"
 	"os"
@@ -16,6 +15,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/quota"
+	"github.com/ringbroker/ringbroker/appliance/security"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/ringbroker/ringbroker/ioring"
 	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -61,9 +63,9 @@ type Broker struct {
 	cleaner *logCleaner
 
 	metrics *brokerMetrics // never nil after New
-	quotas  *quotaManager  // byte-rate quota rates (quota_enforce.go); never nil after New
+	quotas  *quota.Manager // byte-rate quota rates (quota_enforce.go); never nil after New
 
-	authz *authorizer // the ACL authorizer (authorizer.go); nil when authorizer.class.name is empty
+	authz *security.Authorizer // the ACL authorizer (authorizer.go); nil when authorizer.class.name is empty
 	// scramFakeKey derives the salts of SCRAM exchanges for unknown users
 	// (sasl.go); random per process.
 	scramFakeKey []byte
@@ -121,17 +123,14 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 	b := &Broker{cfg: cfg, log: logger, conns: map[*conn]struct{}{}, closing: make(chan struct{}), serveErr: make(chan error, 1)}
 	b.tailReads = cfg.LogIOTailReads
 	b.lm = newLogManager(b)
+	b.authz = newAuthorizer(cfg, func() *ACLSet { return b.currentImage().ACLs })
 	b.apis = newAPITable(b)
 	b.metrics = newBrokerMetrics(b, b.apis)
-	q, err := newQuotaManager(cfg.Props, b.metrics.set)
+	q, err := quota.NewManager(cfg.Props, b.metrics.set)
 	if err != nil {
 		return nil, err
 	}
 	b.quotas = q
-	b.authz = newAuthorizer(cfg)
-	if b.authz != nil {
-		b.authz.acls = func() *ACLSet { return b.currentImage().ACLs }
-	}
 	b.scramFakeKey = make([]byte, 32)
 	_, _ = rand.Read(b.scramFakeKey) // crypto/rand.Read never fails
 	return b, nil

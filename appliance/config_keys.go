@@ -67,6 +67,7 @@ var configKeys = []ConfigKey{
 	{Name: "auto.create.topics.enable", Type: "boolean", Default: "true", Doc: "create a topic on its first Metadata or Produce"},
 	{Name: "delete.topic.enable", Type: "boolean", Default: "true", Doc: "allow DeleteTopics"},
 	{Name: "message.max.bytes", Type: "int", Default: "1048588", Doc: "largest record batch accepted (topic: max.message.bytes)"},
+	{Name: "metadata.log.max.record.bytes.between.snapshots", Type: "long", Default: "20971520", Doc: "bytes of metadata records appended between two snapshots of the metadata image (Kafka's name and default)"},
 	{Name: "log.retention.hours", Type: "int", Default: "168", Doc: "retention.ms default in hours, when log.retention.ms and log.retention.minutes are unset"},
 	{Name: "log.retention.minutes", Type: "int", Doc: "retention.ms default in minutes, when log.retention.ms is unset"},
 	{Name: "log.roll.hours", Type: "int", Default: "168", Doc: "segment.ms default in hours, when log.roll.ms is unset"},

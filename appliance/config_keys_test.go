@@ -2,6 +2,7 @@ package appliance
 
 import (
 	"errors"
+	"github.com/ringbroker/ringbroker/appliance/quota"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -210,13 +211,13 @@ func TestConfigKeysRegistry(t *testing.T) {
 	if got, want := byName["group.consumer.assignors"].Default, strings.Join(gc.consumerAssignors, ","); got != want {
 		t.Errorf("group.consumer.assignors: registry default %q, the coordinator's %q", got, want)
 	}
-	qc, err := quotaConfigFromProps(nil)
+	qc, err := quota.ConfigFromProps(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if byName["quota.window.num"].Default != strconv.Itoa(qc.windowNum) || byName["quota.window.size.seconds"].Default != strconv.FormatInt(qc.windowMs/1000, 10) {
+	if byName["quota.window.num"].Default != strconv.Itoa(qc.WindowNum) || byName["quota.window.size.seconds"].Default != strconv.FormatInt(qc.WindowMs/1000, 10) {
 		t.Errorf("quota defaults: registry %q, %q; reader %d, %d ms", byName["quota.window.num"].Default,
-			byName["quota.window.size.seconds"].Default, qc.windowNum, qc.windowMs)
+			byName["quota.window.size.seconds"].Default, qc.WindowNum, qc.WindowMs)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"io"
 	"net"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/security"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
@@ -94,7 +95,7 @@ type conn struct {
 	// dispatching goroutine or loop and read by handlers dispatched after.
 	authPending bool
 	saslMech    string
-	scram       *scramServer
+	scram       *security.ScramServer
 	user        string
 }
 

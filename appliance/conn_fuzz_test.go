@@ -33,7 +33,7 @@ func FuzzParseFrame(f *testing.F) {
 	fr := kmsg.NewPtrFetchRequest()
 	f.Add(frameFor(fr, 16, 5))
 	f.Add([]byte{0, 18, 0, 99, 0, 0, 0, 1, 0xff, 0xff})
-	apis := newAPITable(nil)
+	apis := newAPITable(&Broker{})
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		pr, err := parseFrame(apis, frame)
 		if err != nil {
@@ -58,7 +58,7 @@ func TestParseFrameRoundTrip(t *testing.T) {
 		mt := kmsg.NewMetadataRequestTopic()
 		mt.Topic = &name
 		md.Topics = append(md.Topics, mt)
-		pr, err := parseFrame(newAPITable(nil), frameFor(md, v, 77))
+		pr, err := parseFrame(newAPITable(&Broker{}), frameFor(md, v, 77))
 		if err != nil {
 			t.Fatalf("v%d: %v", v, err)
 		}
@@ -68,15 +68,15 @@ func TestParseFrameRoundTrip(t *testing.T) {
 		}
 	}
 	// A too-new ApiVersions is answered, not refused.
-	pr, err := parseFrame(newAPITable(nil), []byte{0, 18, 0, 99, 0, 0, 0, 1, 0xff, 0xff})
+	pr, err := parseFrame(newAPITable(&Broker{}), []byte{0, 18, 0, 99, 0, 0, 0, 1, 0xff, 0xff})
 	if err != nil || !pr.unsupported {
 		t.Fatalf("ApiVersions v99: %v %+v", err, pr)
 	}
 	// Unknown key and unsupported Fetch version are refused.
-	if _, err := parseFrame(newAPITable(nil), []byte{0x27, 0x0f, 0, 0, 0, 0, 0, 1, 0xff, 0xff}); err == nil {
+	if _, err := parseFrame(newAPITable(&Broker{}), []byte{0x27, 0x0f, 0, 0, 0, 0, 0, 1, 0xff, 0xff}); err == nil {
 		t.Fatal("unknown key 9999 accepted")
 	}
-	if _, err := parseFrame(newAPITable(nil), frameFor(kmsg.NewPtrFetchRequest(), 3, 1)); err == nil {
+	if _, err := parseFrame(newAPITable(&Broker{}), frameFor(kmsg.NewPtrFetchRequest(), 3, 1)); err == nil {
 		t.Fatal("Fetch v3 accepted")
 	}
 }

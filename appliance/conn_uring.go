@@ -3,12 +3,12 @@ package appliance
 import (
 	"encoding/binary"
 	"errors"
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"io"
 	"sync"
 	"sync/atomic"
 	"syscall"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/ringbroker/ringbroker/ioring"
 	"github.com/ringbroker/ringbroker/nvme"
 )

@@ -2,10 +2,11 @@ package appliance
 
 import (
 	"bytes"
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/ringbroker/ringbroker/appliance/wire"
 )
 
 func TestConnWarnLimit(t *testing.T) {

@@ -162,7 +162,7 @@ func TestConsumerGroupConfig(t *testing.T) {
 	if _, err := groupConfigFromProps(map[string]string{"group.consumer.assignors": "roundrobin"}); err == nil {
 		t.Fatal("an unknown assignor was accepted")
 	}
-	for _, k := range apiVersionsKeys(&Broker{apis: newAPITable(nil)}) {
+	for _, k := range apiVersionsKeys(&Broker{apis: newAPITable(&Broker{})}) {
 		if k.ApiKey == 68 && k.MaxVersion != 1 {
 			t.Fatalf("ConsumerGroupHeartbeat advertised up to v%d", k.MaxVersion)
 		}

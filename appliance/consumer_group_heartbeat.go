@@ -23,11 +23,11 @@ package appliance
 // answers UNSUPPORTED_VERSION.
 
 import (
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )

@@ -32,11 +32,11 @@ package appliance
 
 import (
 	"fmt"
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )

@@ -12,11 +12,11 @@ package appliance
 // owner shard, one task per shard.
 
 import (
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"path/filepath"
 	"sort"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"

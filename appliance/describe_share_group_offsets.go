@@ -14,9 +14,9 @@ package appliance
 // UNKNOWN_TOPIC_OR_PARTITION for its partitions.
 
 import (
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"sort"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )

@@ -2,18 +2,23 @@
 // image and its log, the controller, partitions on their owner shards, the
 // Kafka wire protocol (one handler file per API key, each opening with a
 // comment on its behaviour and versions and declaring its apiDef, which
-// newAPITable binds into the broker's wire.Table), the group coordinator (classic
-// groups, group_state.go; KIP-848 consumer groups, consumer_group.go), share
-// groups (KIP-932: share_group.go on the coordinator, share_store.go and
-// share_partition.go on the topic partitions' shards), the transaction
-// coordinator, the listeners (listeners.go) with SASL authentication
-// (sasl.go), and the ACL authorizer (authorizer.go) over the bindings in
-// the image (acl.go). It satisfies the small interfaces that cluster
-// and tiering declare.
+// newAPITable binds into the broker's wire.Table), the group coordinator
+// (classic groups, group_state.go; KIP-848 consumer groups,
+// consumer_group.go), share groups (KIP-932: share_group.go on the
+// coordinator, share_store.go and share_partition.go on the topic
+// partitions' shards), the transaction coordinator, and the listeners
+// (listeners.go) with SASL authentication. It satisfies the small
+// interfaces that cluster, tiering and its concept packages declare.
 //
 // It may import cluster, tiering, nvme, ioring, numa and its concept
 // packages (appliance/wire and the packages that register into it);
-// nothing imports it except tools/.
+// nothing imports it except tools/. Concept packages so far: quota (client
+// quotas and their handlers; quota_enforce.go holds the produce and fetch
+// side and the quota.Broker adapter) and security (ACLs, the authorizer,
+// SCRAM credentials, the SASL mechanisms and the ACL/SCRAM admin handlers;
+// security_glue.go holds the image's aliases and the security.Broker
+// adapter, authz.go the connection's principal and the handlers' checks,
+// sasl_handshake.go and sasl_authenticate.go the connection's SASL state).
 //
 // Requests: a connection decodes a frame, looks its API up in the broker's
 // wire.Table (built once in New; no package-level table, so several brokers

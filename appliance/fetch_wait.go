@@ -13,15 +13,15 @@ package appliance
 // client quotas may hold continue on a goroutine.
 
 import (
-	"github.com/ringbroker/ringbroker/appliance/wire"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
+	"github.com/ringbroker/ringbroker/appliance/quota"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/ringbroker/ringbroker/nvme"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // fetchState is one fetch's request-side and answer-side storage.
@@ -682,13 +682,13 @@ func (lp *fetchLongPoll) close() {
 // offLoop tells whether it may block (client quotas hold throttled answers).
 func (fs *fetchState) answer(out *rawResponse, offLoop bool) {
 	b, r, im := fs.b, fs.r, fs.im
-	quota := im.quotaKinds&quotaKindFetchBit != 0 && out != nil // a consumer_byte_rate is set somewhere
-	if quota && !offLoop {
+	throttled := im.quotaKinds&quota.KindFetch != 0 && out != nil // a consumer_byte_rate is set somewhere
+	if throttled && !offLoop {
 		go fs.answer(out, true)
 		return
 	}
 	b.metrics.fetched(fs.outs)
-	if quota {
+	if throttled {
 		b.fetchQuota(im, r, fs.outs, out) // consumer_byte_rate (quota_enforce.go)
 	}
 	b.metrics.fetchPurgatory.Add(-1)

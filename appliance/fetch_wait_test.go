@@ -2,8 +2,6 @@ package appliance
 
 import (
 	"encoding/binary"
-	"github.com/ringbroker/ringbroker/appliance/wire"
-	"golang.org/x/sys/unix"
 	"io"
 	"net"
 	"slices"
@@ -12,7 +10,9 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sys/unix"
 )
 
 // produceFrame builds a produce v9 frame of one 100-byte record to

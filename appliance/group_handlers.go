@@ -7,9 +7,10 @@ package appliance
 // coordinator shard and waits for the answer off the shard.
 
 import (
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"net"
 	"strings"
+
+	"github.com/ringbroker/ringbroker/appliance/wire"
 )
 
 // askGroup runs fn with groupID's manager on its coordinator shard

@@ -11,9 +11,9 @@ package appliance
 // (KIP-814). The answer waits until the rebalance completes.
 
 import (
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )

@@ -10,10 +10,10 @@ package appliance
 // protocol type "share") and filters by type (KIP-848).
 
 import (
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"sort"
 	"strings"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )

@@ -8,10 +8,10 @@ package appliance
 // ids, and (v1) by transactions open for longer than duration_filter_ms.
 
 import (
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"slices"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )

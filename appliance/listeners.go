@@ -17,10 +17,12 @@ package appliance
 
 import (
 	"fmt"
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"net"
 	"strconv"
 	"strings"
+
+	"github.com/ringbroker/ringbroker/appliance/security"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 )
 
 // Security protocols (Kafka's SecurityProtocol names).
@@ -33,9 +35,9 @@ const (
 
 // SASL mechanism names (SaslHandshake, sasl.enabled.mechanisms).
 const (
-	mechPlain       = "PLAIN"
-	mechScramSHA256 = "SCRAM-SHA-256"
-	mechScramSHA512 = "SCRAM-SHA-512"
+	mechPlain       = security.MechPlain
+	mechScramSHA256 = security.MechScramSHA256
+	mechScramSHA512 = security.MechScramSHA512
 )
 
 // defaultSecurityProtocolMap is Kafka's listener.security.protocol.map default.

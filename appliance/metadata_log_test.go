@@ -2,13 +2,13 @@ package appliance
 
 import (
 	"errors"
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"log/slog"
 	"os"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )

@@ -198,13 +198,9 @@ func imageRecords(im *Image) []MetadataRecord {
 		out = append(out, MetadataRecord{ProducerIDs: &ProducerIDsRecord{BrokerID: -1, NextProducerID: im.NextProducerID}})
 	}
 	if im.ACLs != nil {
-		ids := make([]ACLID, 0, len(im.ACLs.byID))
-		for id := range im.ACLs.byID {
-			ids = append(ids, id)
-		}
-		sort.Slice(ids, func(i, j int) bool { return string(ids[i][:]) < string(ids[j][:]) })
-		for _, id := range ids {
-			out = append(out, MetadataRecord{ACL: &AccessControlEntryRecord{ID: id, ACLBinding: im.ACLs.byID[id]}})
+		ids, bindings := im.ACLs.Bindings() // in binding order
+		for i, id := range ids {
+			out = append(out, MetadataRecord{ACL: &AccessControlEntryRecord{ID: id, ACLBinding: bindings[i]}})
 		}
 	}
 	ents := make([]quotaEntity, 0, len(im.clientQuotas))
@@ -215,7 +211,7 @@ func imageRecords(im *Image) []MetadataRecord {
 	for _, e := range ents {
 		vals := im.clientQuotas[e]
 		for _, k := range sortedKeys(vals) {
-			out = append(out, MetadataRecord{ClientQuota: &ClientQuotaRecord{Entity: e.parts(), Key: k, Value: vals[k]}})
+			out = append(out, MetadataRecord{ClientQuota: &ClientQuotaRecord{Entity: e.Parts(), Key: k, Value: vals[k]}})
 		}
 	}
 	for _, user := range sortedKeys(im.scram) {

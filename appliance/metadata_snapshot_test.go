@@ -10,7 +10,10 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/ringbroker/ringbroker/appliance/quota"
+	"github.com/ringbroker/ringbroker/appliance/security"
 	"github.com/ringbroker/ringbroker/cluster/records"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // imageBytes is im's content as the records that rebuild it, encoded:
@@ -54,13 +57,18 @@ func sameImage(t *testing.T, what string, got, want *Image) {
 		}
 		return out
 	}
-	var gotACLs, wantACLs map[ACLID]ACLBinding
-	if got.ACLs != nil {
-		gotACLs = got.ACLs.byID
+	acls := func(s *ACLSet) map[ACLID]ACLBinding {
+		if s == nil {
+			return nil
+		}
+		ids, bs := s.Bindings()
+		out := make(map[ACLID]ACLBinding, len(ids))
+		for i, id := range ids {
+			out[id] = bs[i]
+		}
+		return out
 	}
-	if want.ACLs != nil {
-		wantACLs = want.ACLs.byID
-	}
+	gotACLs, wantACLs := acls(got.ACLs), acls(want.ACLs)
 	for _, c := range []struct {
 		field     string
 		got, want any
@@ -103,11 +111,11 @@ func snapshotWorkload(t *testing.T, m *metadataLog, im *Image) *Image {
 		case 1:
 			commit(MetadataRecord{RemoveTopic: &RemoveTopicRecord{ID: prev}})
 		case 2:
-			commit(MetadataRecord{ACL: &AccessControlEntryRecord{ID: newACLID(), ACLBinding: ACLBinding{ResourceType: int8(aclResTopic),
-				ResourceName: name, PatternType: 3, Principal: "User:u" + name, Host: "*", Operation: 3, Permission: int8(aclPermAllow)}}})
+			commit(MetadataRecord{ACL: &AccessControlEntryRecord{ID: security.NewACLID(), ACLBinding: ACLBinding{ResourceType: int8(kmsg.ACLResourceTypeTopic),
+				ResourceName: name, PatternType: 3, Principal: "User:u" + name, Host: "*", Operation: 3, Permission: int8(kmsg.ACLPermissionTypeAllow)}}})
 		case 3:
-			commit(MetadataRecord{ClientQuota: &ClientQuotaRecord{Entity: []ClientQuotaEntityPart{{Type: "user", Name: strp(name)}}, Key: quotaProducerByteRate, Value: float64(i)}},
-				MetadataRecord{UserScramCredential: &UserScramCredentialRecord{Name: name, Mechanism: scramSHA256, Salt: []byte{1}, StoredKey: []byte{2}, ServerKey: []byte{3}, Iterations: 4096}})
+			commit(MetadataRecord{ClientQuota: &ClientQuotaRecord{Entity: []ClientQuotaEntityPart{{Type: "user", Name: strp(name)}}, Key: quota.ProducerByteRate, Value: float64(i)}},
+				MetadataRecord{UserScramCredential: &UserScramCredentialRecord{Name: name, Mechanism: security.ScramSHA256, Salt: []byte{1}, StoredKey: []byte{2}, ServerKey: []byte{3}, Iterations: 4096}})
 		case 4:
 			commit(MetadataRecord{ProducerIDs: &ProducerIDsRecord{BrokerID: 1, NextProducerID: im.NextProducerID + 1000}},
 				MetadataRecord{Config: &ConfigRecord{ResourceType: 4, Name: "1", Key: "log.retention.ms", Value: &v}},
@@ -254,9 +262,9 @@ func FuzzDecodeSnapshot(f *testing.F) {
 	v := "1000"
 	recs = append(recs, MetadataRecord{Config: &ConfigRecord{ResourceType: 2, Name: "a", Key: "retention.ms", Value: &v}},
 		MetadataRecord{ProducerIDs: &ProducerIDsRecord{BrokerID: 1, NextProducerID: 1000}},
-		MetadataRecord{ACL: &AccessControlEntryRecord{ID: ACLID{2}, ACLBinding: ACLBinding{ResourceType: int8(aclResTopic), ResourceName: "a", PatternType: 3, Principal: "User:x", Host: "*", Operation: 3, Permission: int8(aclPermAllow)}}},
-		MetadataRecord{ClientQuota: &ClientQuotaRecord{Entity: []ClientQuotaEntityPart{{Type: "user"}}, Key: quotaProducerByteRate, Value: 5}},
-		MetadataRecord{UserScramCredential: &UserScramCredentialRecord{Name: "u", Mechanism: scramSHA512, Salt: []byte{1}, StoredKey: []byte{2}, ServerKey: []byte{3}, Iterations: 8192}})
+		MetadataRecord{ACL: &AccessControlEntryRecord{ID: ACLID{2}, ACLBinding: ACLBinding{ResourceType: int8(kmsg.ACLResourceTypeTopic), ResourceName: "a", PatternType: 3, Principal: "User:x", Host: "*", Operation: 3, Permission: int8(kmsg.ACLPermissionTypeAllow)}}},
+		MetadataRecord{ClientQuota: &ClientQuotaRecord{Entity: []ClientQuotaEntityPart{{Type: "user"}}, Key: quota.ProducerByteRate, Value: 5}},
+		MetadataRecord{UserScramCredential: &UserScramCredentialRecord{Name: "u", Mechanism: security.ScramSHA512, Salt: []byte{1}, StoredKey: []byte{2}, ServerKey: []byte{3}, Iterations: 8192}})
 	if im, err = im.Apply(int64(len(recs))-1, recs); err != nil {
 		f.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ringbroker/ringbroker/appliance/quota"
+	"github.com/ringbroker/ringbroker/appliance/security"
 	"github.com/ringbroker/ringbroker/cluster/records"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -108,9 +110,9 @@ func checkFixtureImage(t *testing.T, im *Image) {
 		}
 	}
 	wantACLs := []ACLBinding{
-		{ResourceType: int8(aclResTopic), ResourceName: "orders", PatternType: int8(kmsg.ACLResourcePatternTypeLiteral), Principal: "User:alice", Host: "*", Operation: int8(kmsg.ACLOperationRead), Permission: int8(aclPermAllow)},
-		{ResourceType: int8(aclResTopic), ResourceName: "orders", PatternType: int8(kmsg.ACLResourcePatternTypeLiteral), Principal: "User:alice", Host: "*", Operation: int8(kmsg.ACLOperationDescribe), Permission: int8(aclPermAllow)},
-		{ResourceType: int8(aclResGroup), ResourceName: "team-", PatternType: int8(kmsg.ACLResourcePatternTypePrefixed), Principal: "User:mallory", Host: "10.0.0.1", Operation: int8(kmsg.ACLOperationRead), Permission: int8(aclPermDeny)},
+		{ResourceType: int8(kmsg.ACLResourceTypeTopic), ResourceName: "orders", PatternType: int8(kmsg.ACLResourcePatternTypeLiteral), Principal: "User:alice", Host: "*", Operation: int8(kmsg.ACLOperationRead), Permission: int8(kmsg.ACLPermissionTypeAllow)},
+		{ResourceType: int8(kmsg.ACLResourceTypeTopic), ResourceName: "orders", PatternType: int8(kmsg.ACLResourcePatternTypeLiteral), Principal: "User:alice", Host: "*", Operation: int8(kmsg.ACLOperationDescribe), Permission: int8(kmsg.ACLPermissionTypeAllow)},
+		{ResourceType: int8(kmsg.ACLResourceTypeGroup), ResourceName: "team-", PatternType: int8(kmsg.ACLResourcePatternTypePrefixed), Principal: "User:mallory", Host: "10.0.0.1", Operation: int8(kmsg.ACLOperationRead), Permission: int8(kmsg.ACLPermissionTypeDeny)},
 	}
 	if im.ACLs.Len() != len(wantACLs) {
 		t.Errorf("%d ACLs, want %d", im.ACLs.Len(), len(wantACLs))
@@ -119,7 +121,7 @@ func checkFixtureImage(t *testing.T, im *Image) {
 		if im.ACLs == nil {
 			break
 		}
-		if _, ok := im.ACLs.byBinding[bd]; !ok {
+		if _, ok := im.ACLs.Lookup(bd); !ok {
 			t.Errorf("ACL %+v missing", bd)
 		}
 	}
@@ -127,7 +129,7 @@ func checkFixtureImage(t *testing.T, im *Image) {
 		name  string
 		mech  int8
 		iters int32
-	}{{"alice", scramSHA256, 4096}, {"bob", scramSHA512, 8192}} {
+	}{{"alice", security.ScramSHA256, 4096}, {"bob", security.ScramSHA512, 8192}} {
 		c, ok := im.scram[u.name][u.mech]
 		if !ok || c.Iterations != u.iters || len(c.Salt) == 0 || len(c.StoredKey) == 0 || len(c.ServerKey) == 0 {
 			t.Errorf("SCRAM credential of %s mechanism %d: %+v (present %v)", u.name, u.mech, c, ok)
@@ -136,13 +138,13 @@ func checkFixtureImage(t *testing.T, im *Image) {
 	if len(im.scram) != 2 {
 		t.Errorf("%d SCRAM users, want 2", len(im.scram))
 	}
-	if got := im.clientQuotas[quotaEntity{user: namedPart("alice")}][quotaProducerByteRate]; got != 1048576 {
+	if got := im.clientQuotas[quotaEntity{User: quota.Named("alice")}][quota.ProducerByteRate]; got != 1048576 {
 		t.Errorf("alice's producer_byte_rate %v, want 1048576", got)
 	}
-	if got := im.clientQuotas[quotaEntity{clientID: defaultPart}][quotaConsumerByteRate]; got != 2097152 {
+	if got := im.clientQuotas[quotaEntity{ClientID: quota.Default()}][quota.ConsumerByteRate]; got != 2097152 {
 		t.Errorf("default client-id consumer_byte_rate %v, want 2097152", got)
 	}
-	if len(im.clientQuotas) != 2 || im.quotaKinds != quotaKindProduceBit|quotaKindFetchBit {
+	if len(im.clientQuotas) != 2 || im.quotaKinds != quota.KindProduce|quota.KindFetch {
 		t.Errorf("client quotas %v, kinds %b", im.clientQuotas, im.quotaKinds)
 	}
 	if im.NextProducerID <= 0 {

@@ -44,7 +44,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"io"
 	"net"
 	"net/http"
@@ -55,6 +54,7 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/ringbroker/ringbroker/ioring"
 	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kerr"

@@ -19,9 +19,9 @@ package appliance
 // partition timestamp and v2-v4's retention_time set an explicit expiry.
 
 import (
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )

@@ -16,9 +16,9 @@ package appliance
 // watermark is the log end offset).
 
 import (
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )

@@ -18,10 +18,10 @@ package appliance
 
 import (
 	"encoding/binary"
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"strconv"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )

@@ -8,10 +8,11 @@ package appliance
 // request (acks=0 and 1; acks=-1 adds the group commit's callback).
 
 import (
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"sync/atomic"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/quota"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -255,7 +256,7 @@ func (ps *produceState) finish() {
 	if ps.throttle > 0 {
 		// producer_byte_rate: hold the answer (quota_enforce.go) off the
 		// shard; only throttled requests pay for the goroutine.
-		ps.resp.ThrottleMillis = throttleMillis(ps.throttle)
+		ps.resp.ThrottleMillis = quota.ThrottleMillis(ps.throttle)
 		ps.rs.refs.Add(1)
 		go func() {
 			ps.b.holdThrottled(r, ps.throttle)

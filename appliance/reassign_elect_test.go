@@ -1,9 +1,9 @@
 package appliance
 
 import (
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"testing"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )

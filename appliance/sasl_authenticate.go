@@ -15,8 +15,9 @@ package appliance
 
 import (
 	"errors"
-	"github.com/ringbroker/ringbroker/appliance/wire"
 
+	"github.com/ringbroker/ringbroker/appliance/security"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -50,20 +51,20 @@ func handleSaslAuthenticate(b *Broker, r *wire.Request) any {
 		}
 		return fail(kerr.SaslAuthenticationFailed.Code, msg, true)
 	}
-	if c.saslMech == mechPlain {
-		user, err := verifyPlain(c.lis.PlainUsers, req.SASLAuthBytes)
+	if c.saslMech == security.MechPlain {
+		user, err := security.VerifyPlain(c.lis.PlainUsers, req.SASLAuthBytes)
 		if err != nil {
 			return authFailed(err)
 		}
 		c.authenticated(user)
 		return resp
 	}
-	mech := scramMechanismByName(c.saslMech)
+	mech := security.ScramMechanismByName(c.saslMech)
 	if mech == 0 {
 		return authFailed(errors.New("mechanism not implemented"))
 	}
 	if c.scram == nil {
-		c.scram = newScramServer(mech, func(user string) (ScramCredential, bool) {
+		c.scram = security.NewScramServer(mech, func(user string) (ScramCredential, bool) {
 			return b.currentImage().scramCredential(user, mech)
 		}, b.scramFakeKey)
 	}

@@ -18,8 +18,8 @@ package appliance
 
 import (
 	"fmt"
-	"github.com/ringbroker/ringbroker/appliance/wire"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )

@@ -2,51 +2,12 @@ package appliance
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/pbkdf2"
-	"crypto/sha256"
-	"encoding/base64"
 	"testing"
 
+	"github.com/ringbroker/ringbroker/appliance/security"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// TestScramCredentialRFC7677 checks the stored keys against the
-// SCRAM-SHA-256 exchange of RFC 7677 section 3: the client proof verifies
-// against StoredKey and ServerKey gives the server signature.
-func TestScramCredentialRFC7677(t *testing.T) {
-	salt, _ := base64.StdEncoding.DecodeString("W22ZaJ0SNY7soEsUEjb6gQ==")
-	salted, err := pbkdf2.Key(sha256.New, "pencil", salt, 4096, sha256.Size)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newScramCredential(scramSHA256, salt, salted, 4096)
-	auth := []byte("n=user,r=rOprNGfwEbeRWgbNEkqO," +
-		"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096," +
-		"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0")
-	proof, _ := base64.StdEncoding.DecodeString("dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=")
-	mac := hmac.New(sha256.New, c.StoredKey)
-	mac.Write(auth)
-	clientKey := mac.Sum(nil)
-	for i := range clientKey {
-		clientKey[i] ^= proof[i]
-	}
-	if h := sha256.Sum256(clientKey); !bytes.Equal(h[:], c.StoredKey) {
-		t.Errorf("client proof does not verify against StoredKey")
-	}
-	mac = hmac.New(sha256.New, c.ServerKey)
-	mac.Write(auth)
-	if got := base64.StdEncoding.EncodeToString(mac.Sum(nil)); got != "6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=" {
-		t.Errorf("server signature %s", got)
-	}
-	if bytes.Equal(c.StoredKey, salted) || bytes.Equal(c.ServerKey, salted) {
-		t.Errorf("salted password stored")
-	}
-	if len(newScramCredential(scramSHA512, salt, salted, 4096).StoredKey) != 64 {
-		t.Errorf("SCRAM-SHA-512 keys are not 64 bytes")
-	}
-}
 
 func TestScramHandlersPersist(t *testing.T) {
 	dir := t.TempDir()
@@ -88,15 +49,15 @@ func TestScramHandlersPersist(t *testing.T) {
 	}
 	check := func(im *Image) {
 		t.Helper()
-		if users := im.scramUsers(); len(users) != 2 || users[0] != "alice" || users[1] != "bob" {
+		if users := security.Credentials(im.scram).Users(); len(users) != 2 || users[0] != "alice" || users[1] != "bob" {
 			t.Errorf("users %v", users)
 		}
-		c, ok := im.scramCredential("alice", scramSHA512)
-		want := newScramCredential(scramSHA512, []byte("salt"), []byte("salted-alice"), 16384)
+		c, ok := im.scramCredential("alice", security.ScramSHA512)
+		want := security.NewScramCredential(security.ScramSHA512, []byte("salt"), []byte("salted-alice"), 16384)
 		if !ok || c.Iterations != 16384 || !bytes.Equal(c.StoredKey, want.StoredKey) || !bytes.Equal(c.ServerKey, want.ServerKey) || string(c.Salt) != "salt" {
 			t.Errorf("alice SCRAM-SHA-512: %+v %v", c, ok)
 		}
-		if _, ok := im.scramCredential("bob", scramSHA256); ok {
+		if _, ok := im.scramCredential("bob", security.ScramSHA256); ok {
 			t.Errorf("bob has a SCRAM-SHA-256 credential")
 		}
 	}
@@ -133,7 +94,7 @@ func TestScramHandlersPersist(t *testing.T) {
 	if got["alice"] != 0 || got["bob"] != 0 {
 		t.Errorf("deletions: %v", got)
 	}
-	if im := replayImage(t, b, dir); len(im.scramUsers()) != 0 {
-		t.Errorf("users after deletion: %v", im.scramUsers())
+	if im := replayImage(t, b, dir); len(security.Credentials(im.scram).Users()) != 0 {
+		t.Errorf("users after deletion: %v", security.Credentials(im.scram).Users())
 	}
 }

@@ -38,10 +38,10 @@ package appliance
 
 import (
 	"encoding/base64"
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"strings"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )

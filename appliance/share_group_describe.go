@@ -11,9 +11,9 @@ package appliance
 // operations are not computed and stay at Kafka's "not requested" value.
 
 import (
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"slices"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )

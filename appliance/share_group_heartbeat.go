@@ -18,9 +18,9 @@ package appliance
 // group.
 
 import (
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"slices"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )

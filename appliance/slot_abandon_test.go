@@ -1,11 +1,11 @@
 package appliance
 
 import (
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/ringbroker/ringbroker/nvme"
 )
 

@@ -2,7 +2,6 @@ package appliance
 
 import (
 	"errors"
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"

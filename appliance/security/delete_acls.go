@@ -1,4 +1,4 @@
-package appliance
+package security
 
 // DeleteAcls (key 31), v0-v3 (KIP-140; v1+ pattern type filters, KIP-290;
 // v2+ flexible).
@@ -15,12 +15,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var deleteACLsAPI = apiDef{key: 31, min: 0, max: 3, handle: handleDeleteACLs}
+func (h *handlers) deleteACLsAPI() wire.API {
+	return wire.API{Key: 31, Min: 0, Max: 3, Handle: h.handleDeleteACLs}
+}
 
-func handleDeleteACLs(b *Broker, r *wire.Request) any {
+func (h *handlers) handleDeleteACLs(r *wire.Request) any {
 	req := r.Req.(*kmsg.DeleteACLsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
-	if code, msg, ok := b.aclAPIRefusal(r, kmsg.ACLOperationAlter); !ok {
+	if code, msg, ok := h.aclAPIRefusal(r, kmsg.ACLOperationAlter); !ok {
 		for range req.Filters {
 			res := kmsg.NewDeleteACLsResponseResult()
 			res.ErrorCode = code
@@ -35,7 +37,7 @@ func handleDeleteACLs(b *Broker, r *wire.Request) any {
 			Principal: f.Principal, Host: f.Host, Operation: int8(f.Operation), Permission: int8(f.PermissionType)}
 	}
 	return wire.Deferred(func() any {
-		matched, errs := b.deleteACLs(filters)
+		matched, errs := h.deleteACLs(filters)
 		for i := range filters {
 			res := kmsg.NewDeleteACLsResponseResult()
 			res.ErrorCode = wire.ErrCode(errs[i])

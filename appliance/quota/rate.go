@@ -1,4 +1,4 @@
-package appliance
+package quota
 
 // The rate a byte-rate quota is checked against, sampled as Kafka's
 // metrics library samples a Rate (KIP-13): quota.window.num samples of
@@ -14,36 +14,36 @@ import (
 	"time"
 )
 
-// quotaConfig is the broker's quota sampling config.
-type quotaConfig struct {
-	windowNum int   // quota.window.num, default 11
-	windowMs  int64 // quota.window.size.seconds in ms, default 1000
+// Config is the broker's quota sampling config.
+type Config struct {
+	WindowNum int   // quota.window.num, default 11
+	WindowMs  int64 // quota.window.size.seconds in ms, default 1000
 }
 
-// quotaConfigFromProps reads quota.window.num and quota.window.size.seconds
+// ConfigFromProps reads quota.window.num and quota.window.size.seconds
 // (Kafka's names and defaults; both must be >= 1).
-func quotaConfigFromProps(props map[string]string) (quotaConfig, error) {
-	c := quotaConfig{windowNum: 11, windowMs: 1000}
+func ConfigFromProps(props map[string]string) (Config, error) {
+	c := Config{WindowNum: 11, WindowMs: 1000}
 	if v := strings.TrimSpace(props["quota.window.num"]); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
 			return c, fmt.Errorf("cannot parse quota.window.num=%q: want an integer >= 1", v)
 		}
-		c.windowNum = n
+		c.WindowNum = n
 	}
 	if v := strings.TrimSpace(props["quota.window.size.seconds"]); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
 			return c, fmt.Errorf("cannot parse quota.window.size.seconds=%q: want an integer >= 1", v)
 		}
-		c.windowMs = int64(n) * 1000
+		c.WindowMs = int64(n) * 1000
 	}
 	return c, nil
 }
 
 // maxThrottle caps one throttle time at the whole sampled span (num windows).
-func (c quotaConfig) maxThrottle() time.Duration {
-	return time.Duration(int64(c.windowNum)*c.windowMs) * time.Millisecond
+func (c Config) maxThrottle() time.Duration {
+	return time.Duration(int64(c.WindowNum)*c.WindowMs) * time.Millisecond
 }
 
 // rateSample is one window of a sampledRate.
@@ -53,22 +53,22 @@ type rateSample struct {
 	used    bool
 }
 
-// sampledRate is a rate over windowNum samples of windowMs each. Not safe
-// for concurrent use (quotaManager's mutex guards it).
+// sampledRate is a rate over WindowNum samples of WindowMs each. Not safe
+// for concurrent use (the Manager's mutex guards it).
 type sampledRate struct {
-	cfg     quotaConfig
+	cfg     Config
 	samples []rateSample
 	current int
 	lastMs  int64 // last record, for expiring idle rates
 }
 
-func newSampledRate(cfg quotaConfig) *sampledRate {
-	return &sampledRate{cfg: cfg, samples: make([]rateSample, cfg.windowNum)}
+func newSampledRate(cfg Config) *sampledRate {
+	return &sampledRate{cfg: cfg, samples: make([]rateSample, cfg.WindowNum)}
 }
 
 // purge forgets samples that began num windows or more before nowMs.
 func (s *sampledRate) purge(nowMs int64) {
-	expire := int64(s.cfg.windowNum) * s.cfg.windowMs
+	expire := int64(s.cfg.WindowNum) * s.cfg.WindowMs
 	for i := range s.samples {
 		if s.samples[i].used && nowMs-s.samples[i].startMs >= expire {
 			s.samples[i] = rateSample{}
@@ -81,7 +81,7 @@ func (s *sampledRate) purge(nowMs int64) {
 func (s *sampledRate) record(nowMs int64, v float64) {
 	s.purge(nowMs)
 	cur := &s.samples[s.current]
-	if cur.used && nowMs-cur.startMs >= s.cfg.windowMs {
+	if cur.used && nowMs-cur.startMs >= s.cfg.WindowMs {
 		s.current = (s.current + 1) % len(s.samples)
 		cur = &s.samples[s.current]
 		*cur = rateSample{}
@@ -107,13 +107,13 @@ func (s *sampledRate) measure(nowMs int64) (rate float64, spanMs int64) {
 		}
 	}
 	spanMs = nowMs - oldest
-	full := spanMs / s.cfg.windowMs
-	if minFull := int64(s.cfg.windowNum - 1); full < minFull {
-		spanMs += (minFull - full) * s.cfg.windowMs
+	full := spanMs / s.cfg.WindowMs
+	if minFull := int64(s.cfg.WindowNum - 1); full < minFull {
+		spanMs += (minFull - full) * s.cfg.WindowMs
 	}
 	if spanMs <= 0 {
 		// One window of one sample: Kafka's Rate never divides by zero either.
-		spanMs = s.cfg.windowMs
+		spanMs = s.cfg.WindowMs
 	}
 	return total / (float64(spanMs) / 1000), spanMs
 }

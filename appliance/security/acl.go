@@ -1,4 +1,4 @@
-package appliance
+package security
 
 // ACL bindings: the metadata records that store them, the immutable set
 // the Image holds, and Kafka's filter matching (AclBindingFilter in the
@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -44,7 +45,7 @@ const (
 )
 
 // clusterResourceName is the only name of the CLUSTER resource.
-const clusterResourceName = "kafka-cluster"
+const clusterResourceName = wire.ClusterResource
 
 // aclWildcard is the literal resource name and the host that match any.
 const aclWildcard = "*"
@@ -60,7 +61,8 @@ type ACLID [16]byte
 // String is Kafka's textual UUID form: URL-safe base64 without padding.
 func (id ACLID) String() string { return base64.RawURLEncoding.EncodeToString(id[:]) }
 
-func newACLID() ACLID {
+// NewACLID returns a random, non-zero ACLID.
+func NewACLID() ACLID {
 	for {
 		var id ACLID
 		if _, err := rand.Read(id[:]); err != nil {
@@ -175,13 +177,14 @@ func aclLess(a, b ACLBinding) bool {
 	return a.Permission < b.Permission
 }
 
-// aclBuilder applies ACL records to a copy of a set; build indexes it.
-type aclBuilder struct {
+// ACLBuilder applies ACL records to a copy of a set; Build indexes it.
+type ACLBuilder struct {
 	byID map[ACLID]ACLBinding
 }
 
-func newACLBuilder(s *ACLSet) *aclBuilder {
-	ab := &aclBuilder{byID: make(map[ACLID]ACLBinding, s.Len()+1)}
+// NewACLBuilder starts from a copy of s (nil: empty).
+func NewACLBuilder(s *ACLSet) *ACLBuilder {
+	ab := &ACLBuilder{byID: make(map[ACLID]ACLBinding, s.Len()+1)}
 	if s != nil {
 		for id, b := range s.byID {
 			ab.byID[id] = b
@@ -190,29 +193,31 @@ func newACLBuilder(s *ACLSet) *aclBuilder {
 	return ab
 }
 
-// apply applies one AccessControlEntryRecord or RemoveAccessControlEntryRecord.
-// Errors mean a corrupt or out-of-order log.
-func (ab *aclBuilder) apply(r MetadataRecord) error {
-	switch {
-	case r.ACL != nil:
-		if _, ok := ab.byID[r.ACL.ID]; ok {
-			return fmt.Errorf("cannot apply AccessControlEntryRecord: id %s exists", r.ACL.ID)
-		}
-		if err := validateACLBinding(r.ACL.ACLBinding); err != nil {
-			return fmt.Errorf("cannot apply AccessControlEntryRecord %s: %w", r.ACL.ID, err)
-		}
-		ab.byID[r.ACL.ID] = r.ACL.ACLBinding
-	case r.RemoveACL != nil:
-		if _, ok := ab.byID[r.RemoveACL.ID]; !ok {
-			return fmt.Errorf("cannot apply RemoveAccessControlEntryRecord: unknown id %s", r.RemoveACL.ID)
-		}
-		delete(ab.byID, r.RemoveACL.ID)
+// Add applies an AccessControlEntryRecord. Errors mean a corrupt or
+// out-of-order log.
+func (ab *ACLBuilder) Add(r *AccessControlEntryRecord) error {
+	if _, ok := ab.byID[r.ID]; ok {
+		return fmt.Errorf("cannot apply AccessControlEntryRecord: id %s exists", r.ID)
 	}
+	if err := ValidateBinding(r.ACLBinding); err != nil {
+		return fmt.Errorf("cannot apply AccessControlEntryRecord %s: %w", r.ID, err)
+	}
+	ab.byID[r.ID] = r.ACLBinding
 	return nil
 }
 
-// build returns the immutable, indexed set.
-func (ab *aclBuilder) build() *ACLSet {
+// Remove applies a RemoveAccessControlEntryRecord. Errors mean a corrupt or
+// out-of-order log.
+func (ab *ACLBuilder) Remove(r *RemoveAccessControlEntryRecord) error {
+	if _, ok := ab.byID[r.ID]; !ok {
+		return fmt.Errorf("cannot apply RemoveAccessControlEntryRecord: unknown id %s", r.ID)
+	}
+	delete(ab.byID, r.ID)
+	return nil
+}
+
+// Build returns the immutable, indexed set.
+func (ab *ACLBuilder) Build() *ACLSet {
 	s := &ACLSet{byID: ab.byID, byBinding: make(map[ACLBinding]ACLID, len(ab.byID))}
 	for id, b := range ab.byID {
 		s.byBinding[b] = id
@@ -251,12 +256,12 @@ func dedupInts(s []int) []int {
 	return out
 }
 
-// validateACLBinding checks a binding to be created, with Kafka's rules
+// ValidateBinding checks a binding to be created, with Kafka's rules
 // (AclControlManager.validateNewAcl and the CreateAcls handler): a concrete
 // resource type, LITERAL or PREFIXED, a concrete operation and permission, a
 // "Type:name" principal, a non-empty name, and "kafka-cluster" as the only
 // CLUSTER name. Errors wrap INVALID_REQUEST.
-func validateACLBinding(b ACLBinding) error {
+func ValidateBinding(b ACLBinding) error {
 	switch {
 	case b.ResourceType <= int8(aclResAny) || b.ResourceType > int8(aclResMaxCode):
 		return fmt.Errorf("%w: invalid resource type %d", kerr.InvalidRequest, b.ResourceType)
@@ -291,9 +296,9 @@ type ACLFilter struct {
 	Permission   int8
 }
 
-// validate rejects filters with UNKNOWN (0) or out-of-range codes, as
+// Validate rejects filters with UNKNOWN (0) or out-of-range codes, as
 // Kafka's AclControlManager.validateFilter does. Errors wrap INVALID_REQUEST.
-func (f ACLFilter) validate() error {
+func (f ACLFilter) Validate() error {
 	switch {
 	case f.ResourceType <= 0 || f.ResourceType > int8(aclResMaxCode):
 		return fmt.Errorf("%w: unknown resource type %d in the filter", kerr.InvalidRequest, f.ResourceType)
@@ -307,8 +312,8 @@ func (f ACLFilter) validate() error {
 	return nil
 }
 
-// matches reports whether the filter selects b.
-func (f ACLFilter) matches(b ACLBinding) bool {
+// Matches reports whether the filter selects b.
+func (f ACLFilter) Matches(b ACLBinding) bool {
 	if f.ResourceType != int8(aclResAny) && f.ResourceType != b.ResourceType {
 		return false
 	}
@@ -351,7 +356,7 @@ func (s *ACLSet) Filter(f ACLFilter) ([]ACLID, []ACLBinding) {
 	ids, bs := s.Bindings()
 	n := 0
 	for i := range bs {
-		if f.matches(bs[i]) {
+		if f.Matches(bs[i]) {
 			ids[n], bs[n] = ids[i], bs[i]
 			n++
 		}

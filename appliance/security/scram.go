@@ -1,4 +1,4 @@
-package appliance
+package security
 
 // SCRAM credentials (KIP-554): kept in the metadata log even without a
 // SASL listener, as Kafka keeps them. A credential is stored as RFC 5802
@@ -10,7 +10,7 @@ package appliance
 //
 // with H and HMAC over SHA-256 (SCRAM-SHA-256, mechanism 1) or SHA-512
 // (SCRAM-SHA-512, mechanism 2). The salted password itself is never stored.
-// A SASL/SCRAM listener looks credentials up with Image.scramCredential.
+// A SASL/SCRAM listener looks credentials up with Credentials.Lookup.
 
 import (
 	"crypto/hmac"
@@ -25,8 +25,8 @@ import (
 
 // SCRAM mechanisms (Kafka's ScramMechanism type codes).
 const (
-	scramSHA256 int8 = 1
-	scramSHA512 int8 = 2
+	ScramSHA256 int8 = 1
+	ScramSHA512 int8 = 2
 )
 
 // Iteration bounds of Kafka's ScramMechanism: both mechanisms take at least
@@ -36,19 +36,19 @@ const (
 	scramMaxIterations = 16384
 )
 
-// scramMechanismName is Kafka's name of a mechanism, or "" if unknown.
-func scramMechanismName(m int8) string {
+// ScramMechanismName is Kafka's name of a mechanism, or "" if unknown.
+func ScramMechanismName(m int8) string {
 	switch m {
-	case scramSHA256:
+	case ScramSHA256:
 		return "SCRAM-SHA-256"
-	case scramSHA512:
+	case ScramSHA512:
 		return "SCRAM-SHA-512"
 	}
 	return ""
 }
 
 func scramHash(m int8) func() hash.Hash {
-	if m == scramSHA512 {
+	if m == ScramSHA512 {
 		return sha512.New
 	}
 	return sha256.New
@@ -63,10 +63,10 @@ type ScramCredential struct {
 	Iterations int32
 }
 
-// newScramCredential derives the stored credential from the salted
+// NewScramCredential derives the stored credential from the salted
 // password (RFC 5802: StoredKey = H(HMAC(SaltedPassword, "Client Key")),
 // ServerKey = HMAC(SaltedPassword, "Server Key")).
-func newScramCredential(mechanism int8, salt, saltedPassword []byte, iterations int32) ScramCredential {
+func NewScramCredential(mechanism int8, salt, saltedPassword []byte, iterations int32) ScramCredential {
 	h := scramHash(mechanism)
 	mac := hmac.New(h, saltedPassword)
 	mac.Write([]byte("Client Key"))
@@ -98,20 +98,24 @@ type RemoveUserScramCredentialRecord struct {
 	Mechanism int8   `json:"mechanism"`
 }
 
-// applyScram applies one of the two SCRAM records to im (a new image being
-// built by Apply), copying the maps it changes.
-func (im *Image) applyScram(up *UserScramCredentialRecord, rm *RemoveUserScramCredentialRecord) error {
+// Credentials are the SCRAM credentials of one metadata image, by user and
+// mechanism. A Credentials is immutable once built: Apply returns a new one.
+type Credentials map[string]map[int8]ScramCredential
+
+// Apply returns c with one of the two SCRAM records applied (up or rm, the
+// other nil), copying the maps it changes; c is unchanged.
+func (c Credentials) Apply(up *UserScramCredentialRecord, rm *RemoveUserScramCredentialRecord) (Credentials, error) {
 	name, mech := "", int8(0)
 	if up != nil {
 		name, mech = up.Name, up.Mechanism
 	} else {
 		name, mech = rm.Name, rm.Mechanism
 	}
-	if scramMechanismName(mech) == "" {
-		return fmt.Errorf("cannot apply SCRAM credential record for user %q: unknown mechanism %d", name, mech)
+	if ScramMechanismName(mech) == "" {
+		return c, fmt.Errorf("cannot apply SCRAM credential record for user %q: unknown mechanism %d", name, mech)
 	}
-	next := make(map[string]map[int8]ScramCredential, len(im.scram)+1)
-	for k, v := range im.scram {
+	next := make(Credentials, len(c)+1)
+	for k, v := range c {
 		next[k] = v
 	}
 	creds := make(map[int8]ScramCredential, 2)
@@ -122,7 +126,7 @@ func (im *Image) applyScram(up *UserScramCredentialRecord, rm *RemoveUserScramCr
 		creds[mech] = ScramCredential{Salt: up.Salt, StoredKey: up.StoredKey, ServerKey: up.ServerKey, Iterations: up.Iterations}
 	} else {
 		if _, ok := creds[mech]; !ok {
-			return fmt.Errorf("cannot apply RemoveUserScramCredentialRecord: user %q has no %s credential", name, scramMechanismName(mech))
+			return c, fmt.Errorf("cannot apply RemoveUserScramCredentialRecord: user %q has no %s credential", name, ScramMechanismName(mech))
 		}
 		delete(creds, mech)
 	}
@@ -131,22 +135,21 @@ func (im *Image) applyScram(up *UserScramCredentialRecord, rm *RemoveUserScramCr
 	} else {
 		next[name] = creds
 	}
-	im.scram = next
-	return nil
+	return next, nil
 }
 
-// scramCredential returns user's credential for mechanism (1 SCRAM-SHA-256,
+// Lookup returns user's credential for mechanism (1 SCRAM-SHA-256,
 // 2 SCRAM-SHA-512) and whether it exists. The result is shared with the
 // image: do not modify it.
-func (im *Image) scramCredential(user string, mechanism int8) (ScramCredential, bool) {
-	c, ok := im.scram[user][mechanism]
-	return c, ok
+func (c Credentials) Lookup(user string, mechanism int8) (ScramCredential, bool) {
+	cred, ok := c[user][mechanism]
+	return cred, ok
 }
 
-// scramUsers returns the users with any SCRAM credential, sorted.
-func (im *Image) scramUsers() []string {
-	out := make([]string, 0, len(im.scram))
-	for u := range im.scram {
+// Users returns the users with any SCRAM credential, sorted.
+func (c Credentials) Users() []string {
+	out := make([]string, 0, len(c))
+	for u := range c {
 		out = append(out, u)
 	}
 	sort.Strings(out)
@@ -177,7 +180,7 @@ type scramOp struct {
 }
 
 // alterScramCredentials applies deletions and upsertions through the
-// controller and returns one error (nil on success) per distinct user, in
+// controller (Broker.Change) and returns one error (nil on success) per distinct user, in
 // the order users first appear (deletions first, then upsertions), as
 // Kafka's AlterUserScramCredentials answers. A user whose alterations do
 // not all validate is left unchanged. Errors wrap kerr codes:
@@ -186,7 +189,7 @@ type scramOp struct {
 // DUPLICATE_RESOURCE (92) for a user and mechanism altered twice in one
 // request, RESOURCE_NOT_FOUND (91) for deleting a credential that does not
 // exist.
-func (b *Broker) alterScramCredentials(dels []ScramDeletion, ups []ScramUpsertion) ([]string, []error) {
+func (h *handlers) alterScramCredentials(dels []ScramDeletion, ups []ScramUpsertion) ([]string, []error) {
 	var ops []scramOp
 	for _, d := range dels {
 		ops = append(ops, scramOp{user: d.User, mech: d.Mechanism})
@@ -211,23 +214,39 @@ func (b *Broker) alterScramCredentials(dels []ScramDeletion, ups []ScramUpsertio
 		}
 	}
 
-	b.ctrlMu.Lock()
-	defer b.ctrlMu.Unlock()
-	im := b.currentImage()
+	err := h.b.Change(func(cur View) []Record {
+		return scramRecords(cur.Scram, ops, pairs, setErr, userErr)
+	})
+	if err != nil {
+		for _, u := range users {
+			setErr(u, err)
+		}
+	}
+	errs := make([]error, len(users))
+	for i, u := range users {
+		errs[i] = userErr[u]
+	}
+	return users, errs
+}
+
+// scramRecords validates ops against the current credentials (errors go
+// to setErr, per user) and returns the records of the users whose
+// alterations all validate.
+func scramRecords(creds Credentials, ops []scramOp, pairs map[scramOp]int, setErr func(string, error), userErr map[string]error) []Record {
 	for _, op := range ops {
 		switch {
 		case op.user == "":
 			setErr(op.user, fmt.Errorf("%w: username must not be empty", kerr.UnacceptableCredential))
-		case scramMechanismName(op.mech) == "":
+		case ScramMechanismName(op.mech) == "":
 			setErr(op.user, fmt.Errorf("%w: unknown SCRAM mechanism %d", kerr.UnsupportedSaslMechanism, op.mech))
 		case pairs[scramOp{user: op.user, mech: op.mech}] > 1:
 			setErr(op.user, fmt.Errorf("%w: a user credential cannot be altered twice in the same request", kerr.DuplicateResource))
 		case op.up == nil:
-			if _, ok := im.scramCredential(op.user, op.mech); !ok {
+			if _, ok := creds.Lookup(op.user, op.mech); !ok {
 				setErr(op.user, fmt.Errorf("%w: attempt to delete a user credential that does not exist", kerr.ResourceNotFound))
 			}
 		case op.up.Iterations < scramMinIterations:
-			setErr(op.user, fmt.Errorf("%w: too few iterations: %d is below the minimum %d of %s", kerr.UnacceptableCredential, op.up.Iterations, scramMinIterations, scramMechanismName(op.mech)))
+			setErr(op.user, fmt.Errorf("%w: too few iterations: %d is below the minimum %d of %s", kerr.UnacceptableCredential, op.up.Iterations, scramMinIterations, ScramMechanismName(op.mech)))
 		case op.up.Iterations > scramMaxIterations:
 			setErr(op.user, fmt.Errorf("%w: too many iterations: %d is above the maximum %d", kerr.UnacceptableCredential, op.up.Iterations, scramMaxIterations))
 		case len(op.up.Salt) == 0:
@@ -236,33 +255,18 @@ func (b *Broker) alterScramCredentials(dels []ScramDeletion, ups []ScramUpsertio
 			setErr(op.user, fmt.Errorf("%w: the salted password must not be empty", kerr.UnacceptableCredential))
 		}
 	}
-	var recs []MetadataRecord
+	var recs []Record
 	for _, op := range ops {
 		if userErr[op.user] != nil {
 			continue
 		}
 		if op.up == nil {
-			recs = append(recs, MetadataRecord{RemoveUserScramCredential: &RemoveUserScramCredentialRecord{Name: op.user, Mechanism: op.mech}})
+			recs = append(recs, Record{RemoveUserScramCredential: &RemoveUserScramCredentialRecord{Name: op.user, Mechanism: op.mech}})
 			continue
 		}
-		c := newScramCredential(op.mech, op.up.Salt, op.up.SaltedPassword, op.up.Iterations)
-		recs = append(recs, MetadataRecord{UserScramCredential: &UserScramCredentialRecord{Name: op.user, Mechanism: op.mech,
+		c := NewScramCredential(op.mech, op.up.Salt, op.up.SaltedPassword, op.up.Iterations)
+		recs = append(recs, Record{UserScramCredential: &UserScramCredentialRecord{Name: op.user, Mechanism: op.mech,
 			Salt: c.Salt, StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: c.Iterations}})
 	}
-	if len(recs) > 0 {
-		next, err := b.meta.commit(im, recs)
-		if err != nil {
-			err = commitErr(err)
-			for _, u := range users {
-				setErr(u, err)
-			}
-		} else {
-			b.image.Store(next)
-		}
-	}
-	errs := make([]error, len(users))
-	for i, u := range users {
-		errs[i] = userErr[u]
-	}
-	return users, errs
+	return recs
 }

@@ -1,4 +1,4 @@
-package appliance
+package security
 
 // AlterUserScramCredentials (key 51), v0 (KIP-554).
 //
@@ -21,9 +21,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var alterUserScramCredentialsAPI = apiDef{key: 51, min: 0, max: 0, handle: handleAlterUserScramCredentials}
+func (h *handlers) alterUserScramCredentialsAPI() wire.API {
+	return wire.API{Key: 51, Min: 0, Max: 0, Handle: h.handleAlterUserScramCredentials}
+}
 
-func handleAlterUserScramCredentials(b *Broker, r *wire.Request) any {
+func (h *handlers) handleAlterUserScramCredentials(r *wire.Request) any {
 	req := r.Req.(*kmsg.AlterUserSCRAMCredentialsRequest)
 	return wire.Deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
@@ -35,7 +37,7 @@ func handleAlterUserScramCredentials(b *Broker, r *wire.Request) any {
 		for i, u := range req.Upsertions {
 			ups[i] = ScramUpsertion{User: u.Name, Mechanism: u.Mechanism, Iterations: u.Iterations, Salt: u.Salt, SaltedPassword: u.SaltedPassword}
 		}
-		users, errs := b.alterScramCredentials(dels, ups)
+		users, errs := h.alterScramCredentials(dels, ups)
 		for i, u := range users {
 			rr := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
 			rr.User = u

@@ -1,4 +1,4 @@
-package appliance
+package quota
 
 // DescribeClientQuotas (key 48), v0-v1 (KIP-546).
 //
@@ -20,31 +20,33 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var describeClientQuotasAPI = apiDef{key: 48, min: 0, max: 1, handle: handleDescribeClientQuotas}
+func (h *handlers) describeClientQuotasAPI() wire.API {
+	return wire.API{Key: 48, Min: 0, Max: 1, Handle: h.handleDescribeClientQuotas}
+}
 
-func handleDescribeClientQuotas(b *Broker, r *wire.Request) any {
+func (h *handlers) handleDescribeClientQuotas(r *wire.Request) any {
 	req := r.Req.(*kmsg.DescribeClientQuotasRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
-	comps := make([]quotaFilterComponent, len(req.Components))
+	comps := make([]FilterComponent, len(req.Components))
 	for i, c := range req.Components {
-		comps[i] = quotaFilterComponent{entityType: c.EntityType, matchType: int8(c.MatchType), match: c.Match}
+		comps[i] = FilterComponent{EntityType: c.EntityType, MatchType: int8(c.MatchType), Match: c.Match}
 	}
-	f, err := newQuotaFilter(comps, req.Strict)
+	f, err := NewFilter(comps, req.Strict)
 	if err != nil {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		resp.ErrorMessage = wire.ErrMessage(err)
 		return resp
 	}
-	for _, d := range b.currentImage().describeClientQuotas(f) {
+	for _, d := range h.b.ClientQuotas().Describe(f) {
 		re := kmsg.NewDescribeClientQuotasResponseEntry()
-		for _, p := range d.entity.parts() {
+		for _, p := range d.Entity.Parts() {
 			rp := kmsg.NewDescribeClientQuotasResponseEntryEntity()
 			rp.Type, rp.Name = p.Type, p.Name
 			re.Entity = append(re.Entity, rp)
 		}
-		for _, k := range sortedQuotaKeys(d.values) {
+		for _, k := range SortedKeys(d.Values) {
 			rv := kmsg.NewDescribeClientQuotasResponseEntryValue()
-			rv.Key, rv.Value = k, d.values[k]
+			rv.Key, rv.Value = k, d.Values[k]
 			re.Values = append(re.Values, rv)
 		}
 		resp.Entries = append(resp.Entries, re)

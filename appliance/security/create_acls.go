@@ -1,4 +1,4 @@
-package appliance
+package security
 
 // CreateAcls (key 30), v0-v3 (KIP-140; v1+ pattern types, KIP-290; v2+
 // flexible).
@@ -19,7 +19,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var createACLsAPI = apiDef{key: 30, min: 0, max: 3, handle: handleCreateACLs}
+func (h *handlers) createACLsAPI() wire.API {
+	return wire.API{Key: 30, Min: 0, Max: 3, Handle: h.handleCreateACLs}
+}
 
 // errSecurityDisabledMsg is Kafka's message for SECURITY_DISABLED.
 const errSecurityDisabledMsg = "No Authorizer is configured."
@@ -27,11 +29,11 @@ const errSecurityDisabledMsg = "No Authorizer is configured."
 // aclAPIRefusal is what every result of an ACL request answers when the
 // authorizer is off (SECURITY_DISABLED) or the principal may not perform op
 // on the cluster (CLUSTER_AUTHORIZATION_FAILED); ok when neither applies.
-func (b *Broker) aclAPIRefusal(r *wire.Request, op kmsg.ACLOperation) (code int16, msg string, ok bool) {
-	if b.authz == nil {
+func (h *handlers) aclAPIRefusal(r *wire.Request, op kmsg.ACLOperation) (code int16, msg string, ok bool) {
+	if h.authz == nil {
 		return kerr.SecurityDisabled.Code, errSecurityDisabledMsg, false
 	}
-	if !b.authorizeCluster(r, op) {
+	if !h.authz.Authorize(r, op, aclResCluster, clusterResourceName) {
 		return kerr.ClusterAuthorizationFailed.Code, "the principal is not allowed " + op.String() + " on the cluster", false
 	}
 	return 0, "", true
@@ -46,10 +48,10 @@ func aclPattern(version int16, pt kmsg.ACLResourcePatternType) int8 {
 	return int8(pt)
 }
 
-func handleCreateACLs(b *Broker, r *wire.Request) any {
+func (h *handlers) handleCreateACLs(r *wire.Request) any {
 	req := r.Req.(*kmsg.CreateACLsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
-	if code, msg, ok := b.aclAPIRefusal(r, kmsg.ACLOperationAlter); !ok {
+	if code, msg, ok := h.aclAPIRefusal(r, kmsg.ACLOperationAlter); !ok {
 		for range req.Creations {
 			res := kmsg.NewCreateACLsResponseResult()
 			res.ErrorCode = code
@@ -64,7 +66,7 @@ func handleCreateACLs(b *Broker, r *wire.Request) any {
 			Principal: c.Principal, Host: c.Host, Operation: int8(c.Operation), Permission: int8(c.PermissionType)}
 	}
 	return wire.Deferred(func() any {
-		for _, err := range b.createACLs(bindings) {
+		for _, err := range h.createACLs(bindings) {
 			res := kmsg.NewCreateACLsResponseResult()
 			res.ErrorCode = wire.ErrCode(err)
 			res.ErrorMessage = wire.ErrMessage(err)

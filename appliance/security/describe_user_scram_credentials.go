@@ -1,4 +1,4 @@
-package appliance
+package security
 
 // DescribeUserScramCredentials (key 50), v0 (KIP-554).
 //
@@ -10,22 +10,24 @@ package appliance
 
 import (
 	"fmt"
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"sort"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var describeUserScramCredentialsAPI = apiDef{key: 50, min: 0, max: 0, handle: handleDescribeUserScramCredentials}
+func (h *handlers) describeUserScramCredentialsAPI() wire.API {
+	return wire.API{Key: 50, Min: 0, Max: 0, Handle: h.handleDescribeUserScramCredentials}
+}
 
-func handleDescribeUserScramCredentials(b *Broker, r *wire.Request) any {
+func (h *handlers) handleDescribeUserScramCredentials(r *wire.Request) any {
 	req := r.Req.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
-	im := b.currentImage()
+	creds := h.b.View().Scram
 	var users []string
 	if len(req.Users) == 0 {
-		users = im.scramUsers()
+		users = creds.Users()
 	} else {
 		for _, u := range req.Users {
 			users = append(users, u.Name)
@@ -44,7 +46,7 @@ func handleDescribeUserScramCredentials(b *Broker, r *wire.Request) any {
 		rr := kmsg.NewDescribeUserSCRAMCredentialsResponseResult()
 		rr.User = u
 		var err error
-		switch creds := im.scram[u]; {
+		switch creds := creds[u]; {
 		case count[u] > 1:
 			err = fmt.Errorf("%w: cannot describe SCRAM credentials for the same user twice in a single request: %s", kerr.DuplicateResource, u)
 		case len(creds) == 0:

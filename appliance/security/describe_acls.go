@@ -1,4 +1,4 @@
-package appliance
+package security
 
 // DescribeAcls (key 29), v0-v3 (KIP-140; v1+ pattern type filters, KIP-290;
 // v2+ flexible).
@@ -16,24 +16,26 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var describeACLsAPI = apiDef{key: 29, min: 0, max: 3, handle: handleDescribeACLs}
+func (h *handlers) describeACLsAPI() wire.API {
+	return wire.API{Key: 29, Min: 0, Max: 3, Handle: h.handleDescribeACLs}
+}
 
-func handleDescribeACLs(b *Broker, r *wire.Request) any {
+func (h *handlers) handleDescribeACLs(r *wire.Request) any {
 	req := r.Req.(*kmsg.DescribeACLsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
-	if code, msg, ok := b.aclAPIRefusal(r, kmsg.ACLOperationDescribe); !ok {
+	if code, msg, ok := h.aclAPIRefusal(r, kmsg.ACLOperationDescribe); !ok {
 		resp.ErrorCode = code
 		resp.ErrorMessage = &msg
 		return resp
 	}
 	f := ACLFilter{ResourceType: int8(req.ResourceType), ResourceName: req.ResourceName, PatternType: aclPattern(r.Version, req.ResourcePatternType),
 		Principal: req.Principal, Host: req.Host, Operation: int8(req.Operation), Permission: int8(req.PermissionType)}
-	if err := f.validate(); err != nil {
+	if err := f.Validate(); err != nil {
 		resp.ErrorCode = wire.ErrCode(err)
 		resp.ErrorMessage = wire.ErrMessage(err)
 		return resp
 	}
-	_, bs := b.currentImage().ACLs.Filter(f)
+	_, bs := h.b.View().ACLs.Filter(f)
 	for _, bd := range bs {
 		n := len(resp.Resources)
 		if n == 0 || resp.Resources[n-1].ResourceType != kmsg.ACLResourceType(bd.ResourceType) ||

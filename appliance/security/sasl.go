@@ -1,16 +1,15 @@
-package appliance
+package security
 
 // SASL authentication of SASL_PLAINTEXT connections (KIP-43, KIP-152):
 // the server side of PLAIN (RFC 4616) and SCRAM-SHA-256/512 (RFC 5802,
 // RFC 7677, Kafka's KIP-84 subset: no channel binding, no extensions).
 //
-// A connection of a SASL listener starts with authPending set: only
-// ApiVersions, SaslHandshake (sasl_handshake.go) and SaslAuthenticate
-// (sasl_authenticate.go) pass; any other request closes it (Kafka's
-// ILLEGAL_SASL_STATE disconnect). SaslHandshake picks the mechanism;
-// SaslAuthenticate carries the mechanism's tokens. On success the
-// connection's principal becomes User:<name> (conn.principal), which the
-// ACL authorizer and super.users see; on failure the client gets
+// The broker's connections and their SaslHandshake and SaslAuthenticate
+// handlers drive these: a connection of a SASL listener starts
+// unauthenticated; SaslHandshake picks the mechanism; SaslAuthenticate
+// carries the mechanism's tokens (VerifyPlain, ScramServer.Step). On
+// success the connection's principal becomes User:<name>, which the ACL
+// authorizer and super.users see; on failure the client gets
 // SASL_AUTHENTICATION_FAILED (58) with a message and the connection closes.
 // A SCRAM exchange for an unknown user runs against a made-up credential
 // and fails at the proof, as a wrong password does, so answers do not tell
@@ -25,6 +24,13 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+)
+
+// SASL mechanism names (sasl.enabled.mechanisms).
+const (
+	MechPlain       = "PLAIN"
+	MechScramSHA256 = "SCRAM-SHA-256"
+	MechScramSHA512 = "SCRAM-SHA-512"
 )
 
 // errSaslAuthFailed is the message-free cause of a failed authentication;
@@ -52,10 +58,10 @@ func plainCredentials(msg []byte) (user, pass string, err error) {
 	return user, pass, nil
 }
 
-// verifyPlain checks msg against users (name -> password) and returns the
+// VerifyPlain checks msg against users (name -> password) and returns the
 // user name. Passwords are compared in constant time; an unknown user is
 // compared against a dummy so the time does not tell.
-func verifyPlain(users map[string]string, msg []byte) (string, error) {
+func VerifyPlain(users map[string]string, msg []byte) (string, error) {
 	user, pass, err := plainCredentials(msg)
 	if err != nil {
 		return "", err
@@ -70,15 +76,15 @@ func verifyPlain(users map[string]string, msg []byte) (string, error) {
 	return user, nil
 }
 
-// scramLookup returns a user's stored credential for the exchange's
+// ScramLookup returns a user's stored credential for the exchange's
 // mechanism, and whether the user has one.
-type scramLookup func(user string) (ScramCredential, bool)
+type ScramLookup func(user string) (ScramCredential, bool)
 
-// scramServer is the server side of one SCRAM exchange: two steps, each
+// ScramServer is the server side of one SCRAM exchange: two steps, each
 // taking the client's message and returning the server's.
-type scramServer struct {
-	mech   int8 // scramSHA256 or scramSHA512
-	lookup scramLookup
+type ScramServer struct {
+	mech   int8 // ScramSHA256 or ScramSHA512
+	lookup ScramLookup
 	// fakeKey derives the salt of made-up credentials for unknown users.
 	fakeKey []byte
 	// nonce returns the server's nonce part (tests fix it).
@@ -94,8 +100,12 @@ type scramServer struct {
 	known       bool
 }
 
-func newScramServer(mech int8, lookup scramLookup, fakeKey []byte) *scramServer {
-	return &scramServer{mech: mech, lookup: lookup, fakeKey: fakeKey, nonce: randomNonce}
+// NewScramServer starts the server side of a SCRAM exchange for mechanism
+// mech (1 SCRAM-SHA-256, 2 SCRAM-SHA-512), looking credentials up with
+// lookup; fakeKey derives the salts of made-up credentials for unknown
+// users (random per process).
+func NewScramServer(mech int8, lookup ScramLookup, fakeKey []byte) *ScramServer {
+	return &ScramServer{mech: mech, lookup: lookup, fakeKey: fakeKey, nonce: randomNonce}
 }
 
 // randomNonce is 24 random bytes in base64 (printable, no comma).
@@ -108,7 +118,7 @@ func randomNonce() string {
 // Step takes the client's next message and returns the server's answer.
 // done is true once the exchange succeeded (the answer is server-final);
 // an error (wrapping errSaslAuthFailed) ends it.
-func (s *scramServer) Step(msg []byte) (out []byte, done bool, err error) {
+func (s *ScramServer) Step(msg []byte) (out []byte, done bool, err error) {
 	switch s.step {
 	case 0:
 		out, err = s.clientFirstMsg(string(msg))
@@ -129,7 +139,7 @@ func (s *scramServer) Step(msg []byte) (out []byte, done bool, err error) {
 }
 
 // User is the authenticated user name (after Step reported done).
-func (s *scramServer) User() string { return s.user }
+func (s *ScramServer) User() string { return s.user }
 
 // decodeSaslName undoes RFC 5802's escaping of ',' (=2C) and '=' (=3D).
 func decodeSaslName(s string) (string, bool) {
@@ -170,7 +180,7 @@ func validNonce(n string) bool {
 
 // clientFirstMsg parses "n,[a=authzid],n=user,r=nonce" and answers
 // server-first "r=<client+server nonce>,s=<salt>,i=<iterations>".
-func (s *scramServer) clientFirstMsg(m string) ([]byte, error) {
+func (s *ScramServer) clientFirstMsg(m string) ([]byte, error) {
 	bad := func(why string) error {
 		return fmt.Errorf("%w: invalid SCRAM client-first message: %s", errSaslAuthFailed, why)
 	}
@@ -234,8 +244,8 @@ func (s *scramServer) clientFirstMsg(m string) ([]byte, error) {
 // fakeCredential is a credential no password matches, with a salt stable
 // per user name (HMAC of the name under fakeKey), so that repeated tries
 // for an unknown user look like those for a known one.
-func (s *scramServer) fakeCredential(user string) ScramCredential {
-	mac := hmac.New(scramHash(scramSHA256), s.fakeKey)
+func (s *ScramServer) fakeCredential(user string) ScramCredential {
+	mac := hmac.New(scramHash(ScramSHA256), s.fakeKey)
 	mac.Write([]byte(user))
 	salt := mac.Sum(nil)
 	var key [64]byte
@@ -246,7 +256,7 @@ func (s *scramServer) fakeCredential(user string) ScramCredential {
 
 // clientFinalMsg checks "c=<gs2 header>,r=<nonce>,p=<proof>" against the
 // stored key and answers server-final "v=<server signature>".
-func (s *scramServer) clientFinalMsg(m string) ([]byte, error) {
+func (s *ScramServer) clientFinalMsg(m string) ([]byte, error) {
 	bad := func(why string) error {
 		return fmt.Errorf("%w: invalid SCRAM client-final message: %s", errSaslAuthFailed, why)
 	}
@@ -287,21 +297,21 @@ func (s *scramServer) clientFinalMsg(m string) ([]byte, error) {
 	sh := h()
 	sh.Write(clientKey)
 	if subtle.ConstantTimeCompare(sh.Sum(nil), s.cred.StoredKey) != 1 || !s.known {
-		return nil, fmt.Errorf("%w: invalid credentials with SASL mechanism %s", errSaslAuthFailed, scramMechanismName(s.mech))
+		return nil, fmt.Errorf("%w: invalid credentials with SASL mechanism %s", errSaslAuthFailed, ScramMechanismName(s.mech))
 	}
 	mac = hmac.New(h, s.cred.ServerKey)
 	mac.Write([]byte(authMsg))
 	return []byte("v=" + base64.StdEncoding.EncodeToString(mac.Sum(nil))), nil
 }
 
-// scramMechanismByName maps SCRAM-SHA-256/512 to the mechanism code; 0
+// ScramMechanismByName maps SCRAM-SHA-256/512 to the mechanism code; 0
 // for anything else.
-func scramMechanismByName(name string) int8 {
+func ScramMechanismByName(name string) int8 {
 	switch name {
-	case mechScramSHA256:
-		return scramSHA256
-	case mechScramSHA512:
-		return scramSHA512
+	case MechScramSHA256:
+		return ScramSHA256
+	case MechScramSHA512:
+		return ScramSHA512
 	}
 	return 0
 }

@@ -1,4 +1,4 @@
-package appliance
+package quota
 
 // AlterClientQuotas (key 49), v0-v1 (KIP-546).
 //
@@ -15,32 +15,34 @@ package appliance
 // entry, a value that is not positive, or not whole for the byte and
 // connection rates. validate_only checks without committing. The answer
 // echoes each entry's entity in request order. Only the byte rates are
-// enforced (quota_enforce.go); the other keys are stored and described.
+// enforced (Manager); the other keys are stored and described.
 
 import (
 	"fmt"
-	"github.com/ringbroker/ringbroker/appliance/wire"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var alterClientQuotasAPI = apiDef{key: 49, min: 0, max: 1, handle: handleAlterClientQuotas}
+func (h *handlers) alterClientQuotasAPI() wire.API {
+	return wire.API{Key: 49, Min: 0, Max: 1, Handle: h.handleAlterClientQuotas}
+}
 
-func handleAlterClientQuotas(b *Broker, r *wire.Request) any {
+func (h *handlers) handleAlterClientQuotas(r *wire.Request) any {
 	req := r.Req.(*kmsg.AlterClientQuotasRequest)
 	return wire.Deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
-		alts := make([]clientQuotaAlteration, len(req.Entries))
+		alts := make([]alteration, len(req.Entries))
 		for i, e := range req.Entries {
 			for _, p := range e.Entity {
 				alts[i].entity = append(alts[i].entity, ClientQuotaEntityPart{Type: p.Type, Name: p.Name})
 			}
 			for _, op := range e.Ops {
-				alts[i].ops = append(alts[i].ops, clientQuotaOp{key: op.Key, value: op.Value, remove: op.Remove})
+				alts[i].ops = append(alts[i].ops, alterOp{key: op.Key, value: op.Value, remove: op.Remove})
 			}
 		}
-		errs := b.alterClientQuotas(alts, req.ValidateOnly)
+		errs := h.alter(alts, req.ValidateOnly)
 		for i, e := range req.Entries {
 			re := kmsg.NewAlterClientQuotasResponseEntry()
 			re.ErrorCode = wire.ErrCode(errs[i])
@@ -56,49 +58,49 @@ func handleAlterClientQuotas(b *Broker, r *wire.Request) any {
 	})
 }
 
-// clientQuotaAlteration is one AlterClientQuotas entry.
-type clientQuotaAlteration struct {
+// alteration is one AlterClientQuotas entry.
+type alteration struct {
 	entity []ClientQuotaEntityPart
-	ops    []clientQuotaOp
+	ops    []alterOp
 }
 
-// clientQuotaOp sets (remove false) or removes one key.
-type clientQuotaOp struct {
+// alterOp sets (remove false) or removes one key.
+type alterOp struct {
 	key    string
 	value  float64
 	remove bool
 }
 
-// alterClientQuotas validates each alteration and commits the valid ones
-// as one batch through the controller (none with validateOnly). It returns
-// one error per alteration; errors wrap kerr.InvalidRequest, or
-// kerr.UnknownServerError when the commit fails.
-func (b *Broker) alterClientQuotas(alts []clientQuotaAlteration, validateOnly bool) []error {
+// alter validates each alteration and commits the valid ones as one batch
+// through the controller (none with validateOnly). It returns one error per
+// alteration; errors wrap kerr.InvalidRequest, or the commit's error
+// (kerr.KafkaStorageError, kerr.UnknownServerError) when it fails.
+func (h *handlers) alter(alts []alteration, validateOnly bool) []error {
 	errs := make([]error, len(alts))
-	var recs []MetadataRecord
+	var recs []*ClientQuotaRecord
 	var owners []int // alteration index of each record
 	for i, a := range alts {
-		e, err := parseQuotaEntity(a.entity)
+		e, err := ParseEntity(a.entity)
 		if err != nil {
 			errs[i] = fmt.Errorf("%w: %v", kerr.InvalidRequest, err)
 			continue
 		}
 		seen := map[string]bool{}
-		var mine []MetadataRecord
+		var mine []*ClientQuotaRecord
 		for _, op := range a.ops {
 			if seen[op.key] {
 				err = fmt.Errorf("duplicate quota key %s for entity %s", op.key, e)
 				break
 			}
 			seen[op.key] = true
-			if err = validateQuotaOp(e, op.key, op.value, op.remove); err != nil {
+			if err = ValidateOp(e, op.key, op.value, op.remove); err != nil {
 				break
 			}
-			rec := &ClientQuotaRecord{Entity: e.parts(), Key: op.key, Remove: op.remove}
+			rec := &ClientQuotaRecord{Entity: e.Parts(), Key: op.key, Remove: op.remove}
 			if !op.remove {
 				rec.Value = op.value
 			}
-			mine = append(mine, MetadataRecord{ClientQuota: rec})
+			mine = append(mine, rec)
 		}
 		if err != nil {
 			errs[i] = fmt.Errorf("%w: %v", kerr.InvalidRequest, err)
@@ -112,16 +114,10 @@ func (b *Broker) alterClientQuotas(alts []clientQuotaAlteration, validateOnly bo
 	if validateOnly || len(recs) == 0 {
 		return errs
 	}
-	b.ctrlMu.Lock()
-	defer b.ctrlMu.Unlock()
-	next, err := b.meta.commit(b.currentImage(), recs)
-	if err != nil {
-		err = commitErr(err)
+	if err := h.b.CommitClientQuotas(recs); err != nil {
 		for _, i := range owners {
 			errs[i] = err
 		}
-		return errs
 	}
-	b.image.Store(next)
 	return errs
 }

@@ -1,4 +1,4 @@
-package appliance
+package security
 
 // The built-in authorizer: Kafka's StandardAuthorizer rules over the ACL
 // bindings in the metadata image (KIP-801; KIP-290 for prefixed patterns).
@@ -18,14 +18,14 @@ package appliance
 //     operation) and allow.everyone.if.no.acl.found is true.
 //
 // A connection's principal is User:<name> once it authenticated on a
-// SASL_PLAINTEXT listener (sasl.go), User:ANONYMOUS otherwise;
-// conn.principal is the one place that says so.
+// SASL_PLAINTEXT listener (sasl.go), User:ANONYMOUS otherwise; the
+// broker's connection (wire.Conn.Principal) is the one place that says so.
 
 import (
 	"fmt"
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"strings"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -35,11 +35,11 @@ const (
 	aclAuthorizerClass      = "kafka.security.authorizer.AclAuthorizer"
 )
 
-// anonymousPrincipal is the principal of an unauthenticated connection.
-const anonymousPrincipal = "User:ANONYMOUS"
+// AnonymousPrincipal is the principal of an unauthenticated connection.
+const AnonymousPrincipal = "User:ANONYMOUS"
 
-// validateAuthorizerClass accepts "" (off) and Kafka's standard authorizers.
-func validateAuthorizerClass(name string) error {
+// ValidateAuthorizerClass accepts "" (off) and Kafka's standard authorizers.
+func ValidateAuthorizerClass(name string) error {
 	switch name {
 	case "", standardAuthorizerClass, aclAuthorizerClass:
 		return nil
@@ -48,8 +48,8 @@ func validateAuthorizerClass(name string) error {
 		name, standardAuthorizerClass, aclAuthorizerClass)
 }
 
-// parseSuperUsers splits super.users ("User:a;User:b") into principals.
-func parseSuperUsers(s string) ([]string, error) {
+// ParseSuperUsers splits super.users ("User:a;User:b") into principals.
+func ParseSuperUsers(s string) ([]string, error) {
 	var out []string
 	for _, p := range strings.Split(s, ";") {
 		p = strings.TrimSpace(p)
@@ -64,25 +64,53 @@ func parseSuperUsers(s string) ([]string, error) {
 	return out, nil
 }
 
-// authorizer holds the settings of the built-in authorizer; the bindings
-// come from the image at each check. It is immutable.
-type authorizer struct {
+// Authorizer is the built-in authorizer: its settings, and where the
+// current bindings come from (the broker's metadata image). It is
+// immutable and safe for concurrent use; as a wire.Authorizer it answers
+// requests' Allowed questions.
+type Authorizer struct {
 	superUsers    map[string]bool
 	allowEveryone bool
-	// acls returns the current bindings (the broker's image's); set by New.
-	acls func() *ACLSet
+	acls          func() *ACLSet
 }
 
-// newAuthorizer returns nil when cfg turns the authorizer off.
-func newAuthorizer(cfg Config) *authorizer {
-	if cfg.AuthorizerClassName == "" {
+// NewAuthorizer returns the authorizer that className (authorizer.class.name,
+// checked by ValidateAuthorizerClass) turns on, or nil when it is empty:
+// superUsers are allowed everything, allowEveryone is
+// allow.everyone.if.no.acl.found, and acls returns the current bindings.
+func NewAuthorizer(className string, superUsers []string, allowEveryone bool, acls func() *ACLSet) *Authorizer {
+	if className == "" {
 		return nil
 	}
-	a := &authorizer{superUsers: map[string]bool{}, allowEveryone: cfg.AllowEveryoneIfNoACLFound, acls: func() *ACLSet { return nil }}
-	for _, p := range cfg.SuperUsers {
+	a := &Authorizer{superUsers: map[string]bool{}, allowEveryone: allowEveryone, acls: acls}
+	for _, p := range superUsers {
 		a.superUsers[p] = true
 	}
 	return a
+}
+
+// requestPrincipal is r's principal and peer host (User:ANONYMOUS and ""
+// for requests without a connection).
+func requestPrincipal(r *wire.Request) (principal, host string) {
+	if r == nil || r.Conn == nil {
+		return AnonymousPrincipal, ""
+	}
+	return r.Conn.Principal(), r.Conn.PeerHost()
+}
+
+// Authorize is the wire.Authorizer question: whether r's principal may
+// perform op on the named resource, under the current bindings. It does
+// not allocate.
+func (a *Authorizer) Authorize(r *wire.Request, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
+	principal, host := requestPrincipal(r)
+	return a.authorize(a.acls(), principal, host, op, rt, name)
+}
+
+// AuthorizeAny is the wire.Authorizer question whether r's principal may
+// perform op on some resource of type rt (authorizeAnyOfType).
+func (a *Authorizer) AuthorizeAny(r *wire.Request, op kmsg.ACLOperation, rt kmsg.ACLResourceType) bool {
+	principal, host := requestPrincipal(r)
+	return a.authorizeAnyOfType(a.acls(), principal, host, op, rt)
 }
 
 // aclImplies reports whether a binding for operation have grants or denies
@@ -132,7 +160,7 @@ func scanACLEntries(es []aclEntry, principal, host string, op kmsg.ACLOperation,
 // authorize decides whether principal ("Type:name") from host (an IP
 // address) may perform op on the resource of type rt named name, under the
 // bindings in acls. It does not allocate.
-func (a *authorizer) authorize(acls *ACLSet, principal, host string, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
+func (a *Authorizer) authorize(acls *ACLSet, principal, host string, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
 	if a.superUsers[principal] {
 		return true
 	}
@@ -178,7 +206,7 @@ func (a *authorizer) authorize(acls *ACLSet, principal, host string, op kmsg.ACL
 // on a pattern that no matching DENY covers allows; with no binding on the
 // wildcard, allow.everyone.if.no.acl.found decides, as for a resource with
 // no ACLs.
-func (a *authorizer) authorizeAnyOfType(acls *ACLSet, principal, host string, op kmsg.ACLOperation, rt kmsg.ACLResourceType) bool {
+func (a *Authorizer) authorizeAnyOfType(acls *ACLSet, principal, host string, op kmsg.ACLOperation, rt kmsg.ACLResourceType) bool {
 	if a.superUsers[principal] {
 		return true
 	}
@@ -226,84 +254,8 @@ func (a *authorizer) authorizeAnyOfType(acls *ACLSet, principal, host string, op
 	return a.allowEveryone && !wildcardNamed
 }
 
-// Principal is the connection's authenticated principal: User:<name>
-// after a successful SASL authentication (sasl.go), else User:ANONYMOUS
-// (PLAINTEXT listeners, and a nil conn).
-func (c *conn) Principal() string {
-	if c == nil || c.user == "" {
-		return anonymousPrincipal
-	}
-	return c.user
-}
-
-// PeerHost is the IP address of the connection's peer, without the port, as
-// ACL hosts name it.
-func (c *conn) PeerHost() string {
-	if c == nil {
-		return ""
-	}
-	h := c.remote
-	if i := strings.LastIndexByte(h, ':'); i >= 0 && strings.IndexByte(h[i+1:], ']') < 0 {
-		h = h[:i]
-	}
-	if len(h) >= 2 && h[0] == '[' && h[len(h)-1] == ']' {
-		h = h[1 : len(h)-1]
-	}
-	return h
-}
-
-// PeerAddr is the peer's address, host:port.
-func (c *conn) PeerAddr() string { return c.remote }
-
-// Listener is the name of the listener that accepted the connection; ""
-// for connections tests build by hand.
-func (c *conn) Listener() string {
-	if c.lis == nil {
-		return ""
-	}
-	return c.lis.Name
-}
-
-// Closed is closed once the connection is.
-func (c *conn) Closed() <-chan struct{} { return c.closed }
-
-// requestPrincipal is r's principal and peer host (User:ANONYMOUS and ""
-// for requests without a connection).
-func requestPrincipal(r *wire.Request) (principal, host string) {
-	if r == nil || r.Conn == nil {
-		return anonymousPrincipal, ""
-	}
-	return r.Conn.Principal(), r.Conn.PeerHost()
-}
-
-// Authorize is the authorizer as the wire.Authorizer of requests: whether
-// r's principal may perform op on the named resource, checked against the
-// current image's bindings.
-func (a *authorizer) Authorize(r *wire.Request, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
-	principal, host := requestPrincipal(r)
-	return a.authorize(a.acls(), principal, host, op, rt, name)
-}
-
-// AuthorizeAny is the wire.Authorizer question whether r's principal may
-// perform op on some resource of type rt (authorizeAnyOfType).
-func (a *authorizer) AuthorizeAny(r *wire.Request, op kmsg.ACLOperation, rt kmsg.ACLResourceType) bool {
-	principal, host := requestPrincipal(r)
-	return a.authorizeAnyOfType(a.acls(), principal, host, op, rt)
-}
-
-// authorize reports whether the request's principal may perform op on the
-// named resource. With the authorizer off it is one branch and true.
-func (b *Broker) authorize(r *wire.Request, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
-	return b.authz == nil || b.authz.Authorize(r, op, rt, name)
-}
-
-// authorizeCluster is authorize on the CLUSTER resource.
-func (b *Broker) authorizeCluster(r *wire.Request, op kmsg.ACLOperation) bool {
-	return b.authorize(r, op, aclResCluster, clusterResourceName)
-}
-
-// authorizeAnyTopic reports whether the principal may perform op on some
-// topic (authorizeAnyOfType).
-func (b *Broker) authorizeAnyTopic(r *wire.Request, op kmsg.ACLOperation) bool {
-	return b.authz == nil || b.authz.AuthorizeAny(r, op, aclResTopic)
+// Allowed is authorize for a principal and host given directly, under the
+// bindings acls (not the current ones): what a test or a tool asks.
+func (a *Authorizer) Allowed(acls *ACLSet, principal, host string, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
+	return a.authorize(acls, principal, host, op, rt, name)
 }
