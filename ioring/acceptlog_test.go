@@ -2,6 +2,7 @@ package ioring
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -48,7 +49,9 @@ func TestFDExhaustedLogRateLimit(t *testing.T) {
 
 // TestMain lets the test binary act as a client process that holds
 // connections open (RB_DIAL_ADDR, RB_DIAL_N), so a listener in the test
-// process can run out of descriptors without the clients' own ends.
+// process can run out of descriptors without the clients' own ends. It
+// holds them until its stdin reaches EOF: the test kills it, or the test
+// process ended and its end of the pipe closed.
 func TestMain(m *testing.M) {
 	if addr := os.Getenv("RB_DIAL_ADDR"); addr != "" {
 		n, _ := strconv.Atoi(os.Getenv("RB_DIAL_N"))
@@ -59,7 +62,10 @@ func TestMain(m *testing.M) {
 				conns = append(conns, c)
 			}
 		}
-		time.Sleep(20 * time.Second) // the test kills it sooner
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		for _, c := range conns {
+			c.Close()
+		}
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -87,6 +93,13 @@ func TestAcceptFDExhausted(t *testing.T) {
 			case "uring":
 				e = startUring(t, 1, &echoServer{}, UringOptions{MaxFrame: 1 << 20, Logger: log})
 			}
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), "RB_DIAL_ADDR="+e.Addr().String(), "RB_DIAL_N=80")
+			hold, err := cmd.StdinPipe() // before the descriptors are counted below
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer hold.Close()
 			var old syscall.Rlimit
 			if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
 				t.Skip(err)
@@ -108,8 +121,6 @@ func TestAcceptFDExhausted(t *testing.T) {
 				}
 			}
 			defer restore()
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), "RB_DIAL_ADDR="+e.Addr().String(), "RB_DIAL_N=80")
 			if err := cmd.Start(); err != nil {
 				restore()
 				t.Fatal(err)
@@ -117,16 +128,10 @@ func TestAcceptFDExhausted(t *testing.T) {
 			defer func() { cmd.Process.Kill(); cmd.Wait() }()
 			// The clients connect and the listener runs out (the client
 			// process may take seconds to start on a loaded machine).
-			for deadline := time.Now().Add(15 * time.Second); h.n.Load() == 0 && time.Now().Before(deadline); {
-				time.Sleep(10 * time.Millisecond)
-			}
-			if h.n.Load() == 0 {
-				restore()
-				t.Fatal("the listener never ran out of descriptors")
-			}
+			waitFor(t, 15*time.Second, "the listener to run out of descriptors (its warning)", func() bool { return h.n.Load() > 0 })
 			var r0, r1 syscall.Rusage
 			syscall.Getrusage(syscall.RUSAGE_SELF, &r0)
-			time.Sleep(1500 * time.Millisecond)
+			time.Sleep(1500 * time.Millisecond) // the measured window of failing accepts, not a wait for an event
 			syscall.Getrusage(syscall.RUSAGE_SELF, &r1)
 			restore()
 			cpu := time.Duration(r1.Utime.Nano()+r1.Stime.Nano()-r0.Utime.Nano()-r0.Stime.Nano()) * time.Nanosecond

@@ -56,10 +56,7 @@ func segFile(t *testing.T, n int) (*os.File, []byte) {
 // closedStats waits for the server's connection to close and returns its stats.
 func closedStats(t *testing.T, srv *mixServer) *ConnStats {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for srv.stats.Load() == nil && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	eventually(5*time.Second, func() bool { return srv.stats.Load() != nil })
 	st := srv.stats.Load()
 	if st == nil {
 		t.Fatal("the connection did not close")
@@ -177,10 +174,7 @@ func TestUringFileReadParts(t *testing.T) {
 		if len(got) >= 104 {
 			t.Fatalf("FileCopyMax %d: a part past the end of the file sent %d bytes, want the connection closed short", copyMax, len(got))
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for srv.closed.Load() < 2 && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
+		eventually(5*time.Second, func() bool { return srv.closed.Load() >= 2 })
 		srv.mu.Lock()
 		errs := srv.errs
 		srv.mu.Unlock()

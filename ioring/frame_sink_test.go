@@ -16,9 +16,10 @@ type sinkServer struct {
 	echoServer
 	owned, copied atomic.Int64
 	buffers       atomic.Int64
-	directRecvs   atomic.Int64 // of the closed connections
-	switches      atomic.Int64 // their DirectSwitches
-	headerRecvs   atomic.Int64 // their HeaderRecvs
+	directRecvs   atomic.Int64             // of the closed connections
+	switches      atomic.Int64             // their DirectSwitches
+	headerRecvs   atomic.Int64             // their HeaderRecvs
+	last          atomic.Pointer[RingConn] // the connection opened last (stored before opened counts it)
 }
 
 type sinkConn struct {
@@ -28,6 +29,7 @@ type sinkConn struct {
 }
 
 func (s *sinkServer) OpenRingConn(c *RingConn) RingConnCallbacks {
+	s.last.Store(c)
 	s.opened.Add(1)
 	return &sinkConn{echoConn: &echoConn{s: &s.echoServer, c: c}, s: s}
 }
@@ -83,10 +85,7 @@ func TestUringFrameSink(t *testing.T) {
 			}(cn)
 		}
 		wg.Wait()
-		deadline := time.Now().Add(5 * time.Second)
-		for srv.closed.Load() < 3 && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
+		waitFor(t, 5*time.Second, "the 3 connections to close", func() bool { return srv.closed.Load() >= 3 })
 		if srv.directRecvs.Load() == 0 {
 			t.Fatalf("pause %v: no recv went straight into a large frame", pause)
 		}
@@ -110,14 +109,17 @@ func echoFrame(t *testing.T, c net.Conn, f []byte) {
 	}
 }
 
+// directArmed reports, asking on c's loop, whether c waits in a recv
+// straight into a large frame's storage (the multishot recv has ended).
+func directArmed(c *RingConn) (armed bool) {
+	c.Shard().Call(func() { armed = c.recvArmed && c.direct && c.big != nil })
+	return armed
+}
+
 // waitClosed waits up to 5 s until srv has closed n connections.
 func waitClosed(t *testing.T, srv *sinkServer, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for srv.closed.Load() < n && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if srv.closed.Load() < n {
+	if !eventually(5*time.Second, func() bool { return srv.closed.Load() >= n }) {
 		t.Fatalf("%d connections closed, want %d", srv.closed.Load(), n)
 	}
 }
@@ -128,17 +130,13 @@ func waitClosed(t *testing.T, srv *sinkServer, n int64) {
 func awaitStallClose(t *testing.T, srv *sinkServer, buffers int64, stalled net.Conn, drop func()) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for srv.buffers.Load() < buffers && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, time.Until(deadline), "the frame buffers to be handed out", func() bool { return srv.buffers.Load() >= buffers })
 	drop()
 	stalled.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, err := stalled.Read(make([]byte, 1)); err == nil {
 		t.Fatal("a stalled large frame did not close the connection")
 	}
-	for srv.closed.Load() < 2 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	eventually(time.Until(deadline), func() bool { return srv.closed.Load() >= 2 })
 }
 
 // TestUringFrameSinkTruncated: a large frame that stops halfway is closed
@@ -225,7 +223,10 @@ func TestUringFrameSinkHeaderMode(t *testing.T) {
 	if _, err := c.Write(all[:30000]); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	waitFor(t, 5*time.Second, "the first half read and a recv armed into the frame's storage", func() bool {
+		k := srv.last.Load()
+		return srv.opened.Load() == 2 && directArmed(k)
+	})
 	if _, err := c.Write(all[30000:]); err != nil {
 		t.Fatal(err)
 	}

@@ -66,6 +66,37 @@ func waitUntil(t testing.TB, r *Ring, cond func() bool) {
 	}
 }
 
+// pollTick is how often eventually checks its condition.
+const pollTick = 5 * time.Millisecond
+
+// eventually checks cond every pollTick until it holds or timeout passes,
+// and reports whether it held. It is for state that other goroutines
+// change (an engine's shards, a child process); a test's own ring is
+// driven by waitUntil instead.
+func eventually(timeout time.Duration, cond func() bool) bool {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(pollTick)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			return cond()
+		case <-tick.C:
+		}
+	}
+	return true
+}
+
+// waitFor fails the test unless cond holds within timeout; what names the
+// condition in the failure.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	if !eventually(timeout, cond) {
+		t.Fatalf("timed out after %v waiting for %s", timeout, what)
+	}
+}
+
 // must fails the test on err.
 func must(t testing.TB, err error) {
 	t.Helper()

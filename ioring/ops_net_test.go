@@ -275,13 +275,14 @@ func TestPollAdd(t *testing.T) {
 	}
 	var hout rec
 	mustUD(t)(r.PollAdd(a, unix.POLLOUT, &hout))
-	_, err = r.Submit()
-	must(t, err)
-	time.Sleep(10 * time.Millisecond)
-	if _, err := r.Poll(); err != nil || hout.done() {
+	// Give a wrong completion 10 ms to arrive: a wait on the ring that
+	// returns early if it does.
+	if _, err := r.Wait(1, 10*time.Millisecond); err != nil || hout.done() {
 		t.Fatalf("POLLOUT completed on a full socket: %v %+v", err, hout.cqes)
 	}
+	drained := make(chan struct{})
 	go func() { // drain b
+		defer close(drained)
 		buf := make([]byte, 1<<20)
 		for {
 			if n, err := unix.Read(b, buf); n <= 0 || err != nil {
@@ -293,6 +294,10 @@ func TestPollAdd(t *testing.T) {
 	if res := hout.last().Res; res < 0 || res&unix.POLLOUT == 0 {
 		t.Fatalf("POLLOUT poll res %#x", res)
 	}
+	// Stop the drain before b is closed: a reader left blocked on b would
+	// read whatever socket later reuses its descriptor number.
+	must(t, unix.Shutdown(b, unix.SHUT_RDWR))
+	<-drained
 
 	c, _ := socketpair(t)
 	var hc, hcan rec

@@ -29,6 +29,7 @@ func (b bigConn) OnFrame(f []byte) FrameAction {
 type bigServer struct{ mixServer }
 
 func (s *bigServer) OpenRingConn(c *RingConn) RingConnCallbacks {
+	s.last.Store(c)
 	s.opened.Add(1)
 	return bigConn{&mixConn{echoConn: &echoConn{s: &s.echoServer, c: c}, s: &s.mixServer}}
 }
@@ -74,7 +75,7 @@ func TestUringSendfileParts(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.Write(append(append(frame([]byte("big")), frame([]byte("big"))...), frame([]byte("close"))...))
-		time.Sleep(100 * time.Millisecond) // let the socket fill
+		waitSocketFull(t, &srv.echoServer, 1, 2)
 		for i := 0; i < 2; i++ {
 			if got := readFrame(t, c); !bytes.Equal(got, want) {
 				t.Fatalf("%s, answer %d: %d bytes, differing from the %d wanted", tc.name, i, len(got), len(want))
@@ -100,6 +101,29 @@ func TestUringSendfileParts(t *testing.T) {
 	}
 }
 
+// waitSocketFull waits until srv's connection number opened (1-based) has
+// handled frames frames and its answers fill its socket: the peer, not
+// reading, leaves the socket no room (poll(2) finds it not writable) and
+// more is queued behind.
+func waitSocketFull(t *testing.T, srv *echoServer, opened int64, frames uint64) {
+	t.Helper()
+	waitFor(t, 5*time.Second, "the answers to fill the socket", func() bool {
+		if srv.opened.Load() != opened {
+			return false
+		}
+		c, full := srv.last.Load(), false
+		c.Shard().Call(func() {
+			if c.Stats.Frames < frames || c.Pending() == 0 {
+				return
+			}
+			p := []unix.PollFd{{Fd: int32(c.Fd()), Events: unix.POLLOUT}}
+			n, err := unix.Poll(p, 0)
+			full = err == nil && n == 0
+		})
+		return full
+	})
+}
+
 // closingConn answers "send" with a 3 MiB file part of a file it opens for
 // the answer and closes right after queuing it (as retention closes a
 // deleted segment under an answer in flight), and "closed" with a part of
@@ -115,6 +139,7 @@ type closingServer struct {
 }
 
 func (s *closingServer) OpenRingConn(c *RingConn) RingConnCallbacks {
+	s.last.Store(c)
 	s.opened.Add(1)
 	return &closingConn{echoConn: &echoConn{s: &s.echoServer, c: c}, path: s.path}
 }
@@ -155,7 +180,7 @@ func TestUringFileClosedWhileQueued(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.Write(append(frame([]byte("send")), frame([]byte("send"))...))
-		time.Sleep(100 * time.Millisecond) // the socket fills; the files are closed by now
+		waitSocketFull(t, &srv.echoServer, 1, 2) // the files are closed by now
 		for i := 0; i < 2; i++ {
 			if got := readFrame(t, c); !bytes.Equal(got, want) {
 				t.Fatalf("%+v, answer %d: %d bytes, differing from the %d wanted", o, i, len(got), len(want))

@@ -28,6 +28,9 @@ type echoServer struct {
 	mu     sync.Mutex
 	errs   []error
 	pause  bool
+	// last is the connection opened last, for the servers that store it
+	// (before opened counts it).
+	last atomic.Pointer[RingConn]
 }
 
 type echoConn struct {
@@ -264,10 +267,7 @@ func TestUringResetMidRequest(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
-	deadline := time.Now().Add(5 * time.Second)
-	for srv.closed.Load() != srv.opened.Load()-1 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually(5*time.Second, func() bool { return srv.closed.Load() == srv.opened.Load()-1 })
 	if o, c := srv.opened.Load(), srv.closed.Load(); c != o-1 {
 		t.Fatalf("opened %d, closed %d; want all but the good one closed", o, c)
 	}
@@ -284,10 +284,7 @@ func TestUringFrameLimits(t *testing.T) {
 	if _, err := c.Read(make([]byte, 1)); err == nil {
 		t.Fatal("oversized frame did not close the connection")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for srv.closed.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, 5*time.Second, "the connection to close", func() bool { return srv.closed.Load() > 0 })
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	if len(srv.errs) != 1 || !errors.Is(srv.errs[0], ErrFrameSize) {
@@ -328,10 +325,7 @@ func TestUringEOFMidFrame(t *testing.T) {
 					c.(*net.TCPConn).SetLinger(0)
 				}
 				c.Close()
-				deadline := time.Now().Add(5 * time.Second)
-				for srv.closed.Load() == 0 && time.Now().Before(deadline) {
-					time.Sleep(5 * time.Millisecond)
-				}
+				eventually(5*time.Second, func() bool { return srv.closed.Load() > 0 })
 				srv.mu.Lock()
 				defer srv.mu.Unlock()
 				if srv.closed.Load() != 1 {
@@ -455,16 +449,32 @@ func TestUringStopsPromptly(t *testing.T) {
 		start := time.Now()
 		// A busy loop: the cancel is prepared in the middle of an inbox
 		// pass, and the pass goes on (here 100 ms) before the loop enters
-		// the kernel, while Close has already closed the listeners.
+		// the kernel, while Close has already closed the listeners. Each
+		// shard is held in a task until Close has queued its cancel
+		// (stopAccepting) behind it and the busy task behind that.
+		started, release := make(chan struct{}, len(ss)), make(chan struct{})
 		for _, s := range ss {
-			s.Post(func() { time.Sleep(30 * time.Millisecond) })
+			s.Post(func() { started <- struct{}{}; <-release })
+		}
+		for range ss {
+			<-started
 		}
 		closed := make(chan struct{})
 		go func() { e.Close(); close(closed) }()
-		time.Sleep(10 * time.Millisecond)
+		waitFor(t, 5*time.Second, "Close to queue the cancels", func() bool {
+			for _, s := range ss {
+				if s.QueueDepth() == 0 {
+					return false
+				}
+			}
+			return true
+		})
 		for _, s := range ss {
+			// The busy part of the pass, not a wait: the loop must stay
+			// out of the kernel this long after the cancel is prepared.
 			s.Post(func() { time.Sleep(100 * time.Millisecond) })
 		}
+		close(release)
 		<-closed
 		if err := <-served; err != nil {
 			t.Fatal(err)

@@ -397,8 +397,11 @@ func TestBadInput(t *testing.T) {
 		{"truncated frame then reset", func(t *testing.T, c net.Conn) {
 			data := binary.BigEndian.AppendUint32(nil, 200)
 			data = reqHeader(data, apiKeyMetadata, 1, 112, false)
-			sendRaw(t, c, data)
-			time.Sleep(50 * time.Millisecond) // received before the RST, which would discard it
+			if !sendRaw(t, c, data) {
+				// The broker must have read the bytes before the RST,
+				// which would discard them.
+				waitFor(t, badInputReact, "the broker to read the truncated frame", func() bool { return peerHasRead(t, c) })
+			}
 			c.(*net.TCPConn).SetLinger(0)
 			c.Close()
 		}},
@@ -492,16 +495,14 @@ func TestBadInput(t *testing.T) {
 	// Each engine logs the three peers that left part way through a frame
 	// (a FIN after a half-close, a FIN, a RST).
 	var lines int
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	eventually(t, 5*time.Second, 20*time.Millisecond, func() bool {
 		data, err := os.ReadFile(b.logPaths[len(b.logPaths)-1])
 		if err != nil {
 			t.Fatal(err)
 		}
 		lines = bytes.Count(data, []byte("truncated request frame"))
-		if lines >= 3 || time.Now().After(deadline) {
-			break
-		}
-	}
+		return lines >= 3
+	})
 	if lines < 3 {
 		t.Errorf("broker log has %d lines about a truncated request frame, want one per truncated case (3)", lines)
 	}

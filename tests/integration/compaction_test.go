@@ -210,30 +210,31 @@ func TestCompactionKeyedTopic(t *testing.T) {
 	before := dirLogBytes(t, dir)
 
 	// Compacted down to one record per key plus the active segment.
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		active := activeBase(t, dir)
-		got := readCompacted(ctx, t, b.Addr, topic)
-		dupes := checkLatestValues(t, got, latest, active)
-		if t.Failed() {
-			return
-		}
-		belowActive := 0
+	var (
+		active             int64
+		got                []keyedRecord
+		dupes, belowActive int
+	)
+	compacted := eventually(t, 90*time.Second, 500*time.Millisecond, func() bool {
+		active = activeBase(t, dir)
+		got = readCompacted(ctx, t, b.Addr, topic)
+		dupes = checkLatestValues(t, got, latest, active)
+		belowActive = 0
 		for _, r := range got {
 			if r.offset < active {
 				belowActive++
 			}
 		}
-		if dupes == 0 && belowActive <= keys {
-			t.Logf("compacted: %d bytes -> %d bytes, %d records read (%d below the active segment at %d)",
-				before, dirLogBytes(t, dir), len(got), belowActive, active)
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not compacted after 90s: %d keys duplicated below the active segment at %d, %d records", dupes, active, len(got))
-		}
-		time.Sleep(500 * time.Millisecond)
+		return t.Failed() || dupes == 0 && belowActive <= keys
+	})
+	if t.Failed() {
+		return
 	}
+	if !compacted {
+		t.Fatalf("not compacted after 90s: %d keys duplicated below the active segment at %d, %d records", dupes, active, len(got))
+	}
+	t.Logf("compacted: %d bytes -> %d bytes, %d records read (%d below the active segment at %d)",
+		before, dirLogBytes(t, dir), len(got), belowActive, active)
 
 	// Tombstones for 100 keys, then enough updates of other keys to roll
 	// segments so the cleaner runs again after delete.retention.ms.
@@ -244,7 +245,12 @@ func TestCompactionKeyedTopic(t *testing.T) {
 		recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(key)})
 	}
 	produceKeyed(ctx, t, cl, recs)
-	deadline = time.Now().Add(90 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
+	// A paced load loop, not a wait: each round rolls segments so that the
+	// cleaner runs again, at most one round a second so that it gets to
+	// run; the condition (no tombstone left) is checked every round.
+	pace := time.NewTicker(time.Second)
+	defer pace.Stop()
 	round := 0
 	for {
 		recs = recs[:0]
@@ -256,7 +262,7 @@ func TestCompactionKeyedTopic(t *testing.T) {
 		}
 		produceKeyed(ctx, t, cl, recs)
 		round++
-		time.Sleep(time.Second)
+		<-pace.C
 		got := readCompacted(ctx, t, b.Addr, topic)
 		checkLatestValues(t, got, latest, activeBase(t, dir))
 		if t.Failed() {
@@ -306,24 +312,18 @@ func TestCompactionKillDuringCleaning(t *testing.T) {
 	b.overrides = append(append([]string(nil), cleanerOverrides...), "log.cleaner.io.max.bytes.per.second=2000000")
 	b.Start()
 	// Wait for the cleaner to be writing (*.cleaned present), then kill -9.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	waitForEvery(t, 60*time.Second, 20*time.Millisecond, "the cleaner to start writing (*.cleaned or *.swap files)", func() bool {
 		ents, _ := os.ReadDir(dir)
-		busy := false
 		for _, e := range ents {
 			if strings.HasSuffix(e.Name(), ".cleaned") || strings.HasSuffix(e.Name(), ".swap") {
-				busy = true
+				return true
 			}
 		}
-		if busy {
-			time.Sleep(time.Duration(size/4_000_000*1000+500) * time.Millisecond) // well into the pass
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the cleaner never started writing")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	})
+	// Not a wait for an event: the kill point, well into the pass, from
+	// the I/O budget (the pass's progress shows nowhere outside).
+	time.Sleep(time.Duration(size/4_000_000*1000+500) * time.Millisecond)
 	b.Kill()
 	var left []string
 	ents, _ := os.ReadDir(dir)
@@ -339,17 +339,12 @@ func TestCompactionKillDuringCleaning(t *testing.T) {
 	checkLatestValues(t, got, latest, 0)
 	t.Logf("%d bytes of log; after kill -9 during cleaning and restart: %d records, every latest value present", size, len(got))
 	// The cleaner finishes afterwards.
-	deadline = time.Now().Add(120 * time.Second)
-	for {
+	compacted := eventually(t, 120*time.Second, 500*time.Millisecond, func() bool {
 		got = readCompacted(ctx, t, b.Addr, topic)
-		active := activeBase(t, dir)
-		if checkLatestValues(t, got, latest, active) == 0 {
-			break
-		}
-		if t.Failed() || time.Now().After(deadline) {
-			t.Fatalf("not compacted after restart")
-		}
-		time.Sleep(500 * time.Millisecond)
+		return checkLatestValues(t, got, latest, activeBase(t, dir)) == 0 || t.Failed()
+	})
+	if !compacted || t.Failed() {
+		t.Fatalf("not compacted after restart")
 	}
 }
 
@@ -399,17 +394,13 @@ func TestCompactionCodecs(t *testing.T) {
 				batch([]int{100 + i%5}, fmt.Sprintf("filler%d", i))
 			}
 			dir := filepath.Join(b.DataDir, topic+"-0")
-			deadline := time.Now().Add(60 * time.Second)
 			var got []keyedRecord
-			for {
+			compacted := eventually(t, 60*time.Second, 200*time.Millisecond, func() bool {
 				got = readCompacted(ctx, t, b.Addr, topic)
-				if checkLatestValues(t, got, latest, activeBase(t, dir)) == 0 && len(got) < 60 {
-					break
-				}
-				if t.Failed() || time.Now().After(deadline) {
-					t.Fatalf("not compacted: %d records", len(got))
-				}
-				time.Sleep(200 * time.Millisecond)
+				return checkLatestValues(t, got, latest, activeBase(t, dir)) == 0 && len(got) < 60 || t.Failed()
+			})
+			if !compacted || t.Failed() {
+				t.Fatalf("not compacted: %d records", len(got))
 			}
 			// The odd keys survive from the first batch at their offsets 1, 3, ...
 			for _, r := range got[:10] {

@@ -78,6 +78,9 @@ func produceUntilKill(t *testing.T, b *Broker, topic string, partitions int, cyc
 	)
 	ctx, cancel := context.WithCancel(t.Context())
 	deadline := time.Now().Add(d)
+	// A paced load loop: 200 records every 2 ms at most, until the kill.
+	pace := time.NewTicker(2 * time.Millisecond)
+	defer pace.Stop()
 	for time.Now().Before(deadline) {
 		for range 200 {
 			p := int32(*seq % partitions)
@@ -95,7 +98,7 @@ func produceUntilKill(t *testing.T, b *Broker, topic string, partitions int, cyc
 				mu.Unlock()
 			})
 		}
-		time.Sleep(2 * time.Millisecond)
+		<-pace.C
 	}
 	b.Kill()
 	cancel()

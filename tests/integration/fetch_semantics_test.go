@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	crand "crypto/rand"
+	"fmt"
 	"testing"
 	"time"
 
@@ -64,6 +65,34 @@ func batchesIn(t *testing.T, raw []byte) [][2]int64 {
 	return out
 }
 
+// fetchResult is what rawFetch returned.
+type fetchResult struct {
+	p    kmsg.FetchResponseTopicPartition
+	took time.Duration
+}
+
+// fetchAsync runs rawFetch on its own goroutine; the channel yields its
+// answer and is then closed (closed without one if rawFetch failed).
+func fetchAsync(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, offset int64, maxWait, minBytes, partMax int32) chan fetchResult {
+	ch := make(chan fetchResult, 1)
+	go func() {
+		defer close(ch)
+		p, took := rawFetch(ctx, t, cl, topic, offset, maxWait, minBytes, partMax)
+		ch <- fetchResult{p, took}
+	}()
+	return ch
+}
+
+// awaitFetch returns the answer of a fetchAsync, failing if it had none.
+func awaitFetch(t *testing.T, ch chan fetchResult) (kmsg.FetchResponseTopicPartition, time.Duration) {
+	t.Helper()
+	r, ok := <-ch
+	if !ok {
+		t.FailNow() // rawFetch reported why
+	}
+	return r.p, r.took
+}
+
 func produceSync(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, values ...string) {
 	t.Helper()
 	recs := make([]*kgo.Record, len(values))
@@ -81,33 +110,49 @@ func produceSync(ctx context.Context, t *testing.T, cl *kgo.Client, topic string
 func TestFetchSemantics(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	b := startBroker(t, "")
+	mport := freePort(t)
+	b := startBroker(t, "", fmt.Sprintf("metrics.listener=127.0.0.1:%d", mport))
+	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", mport)
 	cl := newClient(t, b, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
 	createTopic(t, ctx, b, "fs", 1)
+	// The fetch purgatory gauge counts a fetch from its arrival; its read
+	// pass is queued on the partition's shard before a produce sent after
+	// this can be, so the produce finds the fetch parked.
+	fetchArrived := func() {
+		t.Helper()
+		waitFor(t, 10*time.Second, "the fetch to reach the broker (ringbroker_purgatory_fetch_size)", func() bool {
+			return scrape(t, metricsURL)["ringbroker_purgatory_fetch_size"] >= 1
+		})
+	}
 
 	// A long poll on an empty partition is woken by an append.
-	go func() {
-		time.Sleep(300 * time.Millisecond) // let the fetch park first
-		produceSync(ctx, t, cl, "fs", "a", "b", "c")
-	}()
-	p, took := rawFetch(ctx, t, cl, "fs", 0, 10000, 1, 1<<20)
+	fetched := fetchAsync(ctx, t, cl, "fs", 0, 10000, 1, 1<<20)
+	fetchArrived()
+	produceSync(ctx, t, cl, "fs", "a", "b", "c")
+	p, took := awaitFetch(t, fetched)
 	if p.ErrorCode != 0 || len(p.RecordBatches) == 0 || took > 5*time.Second {
 		t.Fatalf("long poll: code %d, %d bytes after %v", p.ErrorCode, len(p.RecordBatches), took)
 	}
 
 	// min_bytes: the fetch waits until enough bytes accumulated, then returns
 	// well before max_wait.
-	go func() {
-		time.Sleep(200 * time.Millisecond)
-		// Random bytes: franz-go compresses, and zeros would shrink to nothing.
-		raw := make([]byte, 600)
-		_, _ = crand.Read(raw)
-		big := string(raw)
+	fetched = fetchAsync(ctx, t, cl, "fs", 3, 15000, 1000, 1<<20)
+	fetchArrived()
+	// Random bytes: franz-go compresses, and zeros would shrink to nothing.
+	raw := make([]byte, 600)
+	_, _ = crand.Read(raw)
+	big := string(raw)
+	produceSync(ctx, t, cl, "fs", big)
+	select {
+	case r, ok := <-fetched: // answered on 600 of the 1000 bytes: the check below fails it
+		if !ok {
+			t.FailNow() // rawFetch reported why
+		}
+		p, took = r.p, r.took
+	case <-time.After(200 * time.Millisecond): // a window for a wrong early answer, not a wait
 		produceSync(ctx, t, cl, "fs", big)
-		time.Sleep(200 * time.Millisecond)
-		produceSync(ctx, t, cl, "fs", big)
-	}()
-	p, took = rawFetch(ctx, t, cl, "fs", 3, 15000, 1000, 1<<20)
+		p, took = awaitFetch(t, fetched)
+	}
 	if p.ErrorCode != 0 || len(p.RecordBatches) < 1000 || took > 10*time.Second {
 		t.Fatalf("min_bytes: code %d, %d bytes after %v", p.ErrorCode, len(p.RecordBatches), took)
 	}

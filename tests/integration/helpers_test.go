@@ -6,13 +6,16 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sys/unix"
 )
 
 // newClient returns a franz-go client seeded with the broker, closed at the
@@ -181,21 +184,76 @@ func needTool(t testing.TB, name string, check ...string) string {
 // then fails with what.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
+	waitForEvery(t, timeout, pollInterval, what, cond)
+}
+
+// waitForEvery is waitFor polling every tick, for conditions that cost a
+// broker something to check (reading a whole topic back).
+func waitForEvery(t testing.TB, timeout, tick time.Duration, what string, cond func() bool) {
+	t.Helper()
+	if eventually(t, timeout, tick, cond) {
+		return
+	}
+	if t.Context().Err() != nil {
+		t.Fatalf("test ended while waiting for %s", what)
+	}
+	t.Fatalf("timed out after %v waiting for %s", timeout, what)
+}
+
+// eventually polls cond every tick until it is true or timeout passes (or
+// the test ends) and reports whether it held, for callers that fail with
+// the state they saw.
+func eventually(t testing.TB, timeout, tick time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
-	for range int(timeout/pollInterval) + 1 {
+	for range int(timeout/tick) + 1 {
 		if cond() {
-			return
+			return true
 		}
 		if time.Now().After(deadline) {
 			break
 		}
 		select {
 		case <-t.Context().Done():
-			t.Fatalf("test ended while waiting for %s", what)
-		case <-time.After(pollInterval):
+			return false
+		case <-time.After(tick):
 		}
 	}
-	if !cond() {
-		t.Fatalf("timed out after %v waiting for %s", timeout, what)
+	return cond()
+}
+
+// peerHasRead reports whether the broker has read every byte sent on c:
+// none waits in c's send queue (SIOCOUTQ) nor in the receive queue of the
+// broker's end, found in /proc/net/tcp{,6} by its ports (rx_queue: bytes
+// received that the broker has not read).
+func peerHasRead(t testing.TB, c net.Conn) bool {
+	t.Helper()
+	sc, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatalf("cannot reach the socket: %v", err)
 	}
+	outq, qerr := 0, error(nil)
+	if err := sc.Control(func(fd uintptr) { outq, qerr = unix.IoctlGetInt(int(fd), unix.SIOCOUTQ) }); err != nil || qerr != nil {
+		t.Fatalf("cannot read the send queue: %v %v", err, qerr)
+	}
+	if outq > 0 {
+		return false
+	}
+	local := fmt.Sprintf(":%04X", c.RemoteAddr().(*net.TCPAddr).Port)
+	remote := fmt.Sprintf(":%04X", c.LocalAddr().(*net.TCPAddr).Port)
+	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			f := strings.Fields(line)
+			if len(f) < 5 || !strings.HasSuffix(f[1], local) || !strings.HasSuffix(f[2], remote) {
+				continue
+			}
+			_, rx, _ := strings.Cut(f[4], ":")
+			return strings.Trim(rx, "0") == ""
+		}
+	}
+	t.Fatalf("the broker's end of %v -> %v is not in /proc/net/tcp", c.LocalAddr(), c.RemoteAddr())
+	return false
 }

@@ -57,9 +57,14 @@ func TestConnResetMidRequest(t *testing.T) {
 					tc.Write(produce[:len(produce)/2])
 				case 1: // whole frames, answers never read
 					tc.Write(append(append([]byte(nil), produce...), produce...))
-				case 2: // a frame and a half, after waiting for the broker to start on it
+				case 2: // a frame and a half, reset once the broker has answered the whole one
 					tc.Write(append(append([]byte(nil), produce...), produce[:len(produce)/3]...))
-					time.Sleep(time.Millisecond)
+					tc.SetReadDeadline(time.Now().Add(5 * time.Second))
+					if _, err := tc.Read(make([]byte, 1)); err != nil {
+						t.Errorf("no answer to a whole Produce frame before the half one: %v", err)
+						tc.Close()
+						return
+					}
 				}
 				tc.Close() // RST
 				resets.Add(1)
