@@ -1,7 +1,6 @@
 package appliance
 
 import (
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -63,9 +62,6 @@ type Broker struct {
 	quotas  *quota.Manager // byte-rate quota rates (quota_enforce.go); never nil after New
 
 	authz *security.Authorizer // the ACL authorizer (authorizer.go); nil when authorizer.class.name is empty
-	// scramFakeKey derives the salts of SCRAM exchanges for unknown users
-	// (sasl.go); random per process.
-	scramFakeKey []byte
 
 	device nvme.DeviceInfo // log.dirs' device, probed in Start (storage.go)
 
@@ -127,8 +123,6 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 		return nil, err
 	}
 	b.quotas = q
-	b.scramFakeKey = make([]byte, 32)
-	_, _ = rand.Read(b.scramFakeKey) // crypto/rand.Read never fails
 	return b, nil
 }
 
