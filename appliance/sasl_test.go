@@ -9,8 +9,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// TestSaslHandlersState walks SaslHandshake and SaslAuthenticate through
-// their states on one connection of each kind of listener.
+// TestSaslHandlersState walks SaslHandshake and SaslAuthenticate (as the
+// broker's table dispatches them) through their states on one connection
+// of each kind of listener.
 func TestSaslHandlersState(t *testing.T) {
 	saslL := &Listener{Name: "SASL_PLAINTEXT", Protocol: protoSaslPlaintext, Mechanisms: []string{mechPlain, mechScramSHA256},
 		PlainUsers: map[string]string{"alice": "pw"}}
