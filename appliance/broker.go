@@ -61,7 +61,7 @@ type Broker struct {
 	metrics *brokerMetrics // never nil after New
 	quotas  *quota.Manager // byte-rate quota rates (quota_enforce.go); never nil after New
 
-	authz *security.Authorizer // the ACL authorizer (authorizer.go); nil when authorizer.class.name is empty
+	authz *security.Authorizer // the ACL authorizer; nil when authorizer.class.name is empty
 
 	device nvme.DeviceInfo // log.dirs' device, probed in Start (storage.go)
 

@@ -2,7 +2,7 @@ package security
 
 // SaslAuthenticate (key 36), v0-v2 (KIP-152; v1 session lifetime, KIP-368).
 //
-// Carries the tokens of the mechanism SaslHandshake chose (sasl.go): one
+// Carries the tokens of the mechanism SaslHandshake chose (VerifyPlain, ScramServer): one
 // PLAIN message (RFC 4616), or SCRAM's client-first then client-final
 // (RFC 5802), answered with server-first then server-final. Success makes
 // the connection's principal User:<name>. A failure answers
