@@ -25,7 +25,7 @@ func handleAlterPartitionReassignments(b *Broker, r *wire.Request) any {
 	req := r.Req.(*kmsg.AlterPartitionAssignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
 	resp.AllowReplicationFactorChange = req.AllowReplicationFactorChange
-	if !b.authorizeCluster(r, kmsg.ACLOperationAlter) { // authorizer.go
+	if !b.authorizeCluster(r, kmsg.ACLOperationAlter) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp
 	}

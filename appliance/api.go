@@ -56,8 +56,6 @@ func newAPITable(b *Broker) *wire.Table {
 		// Share groups (KIP-932).
 		shareGroupHeartbeatAPI, shareGroupDescribeAPI, shareFetchAPI, shareAcknowledgeAPI,
 		describeShareGroupOffsetsAPI, alterShareGroupOffsetsAPI, deleteShareGroupOffsetsAPI,
-		// SASL authentication of the connection.
-		saslHandshakeAPI, saslAuthenticateAPI,
 	} {
 		t.Register(d.bind(b))
 	}

@@ -67,5 +67,5 @@ func apiVersionsUnsupported(b *Broker, r *wire.Request) any {
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
 	resp.ApiKeys = apiVersionsKeys(b)
 	// The writer sets the response version to the request's; force v0 format.
-	return &fixedVersion{resp: resp, version: 0}
+	return &wire.FixedVersion{Resp: resp, Version: 0}
 }

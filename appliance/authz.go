@@ -23,8 +23,8 @@ const (
 )
 
 // Principal is the connection's authenticated principal: User:<name>
-// after a successful SASL authentication (sasl.go), else User:ANONYMOUS
-// (PLAINTEXT listeners, and a nil conn).
+// after a successful SASL authentication (conn.Authenticated), else
+// User:ANONYMOUS (PLAINTEXT listeners, and a nil conn).
 func (c *conn) Principal() string {
 	if c == nil || c.user == "" {
 		return security.AnonymousPrincipal

@@ -1,7 +1,6 @@
 package appliance
 
 import (
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -65,10 +64,7 @@ type Broker struct {
 	metrics *brokerMetrics // never nil after New
 	quotas  *quota.Manager // byte-rate quota rates (quota_enforce.go); never nil after New
 
-	authz *security.Authorizer // the ACL authorizer (authorizer.go); nil when authorizer.class.name is empty
-	// scramFakeKey derives the salts of SCRAM exchanges for unknown users
-	// (sasl.go); random per process.
-	scramFakeKey []byte
+	authz *security.Authorizer // the ACL authorizer; nil when authorizer.class.name is empty
 
 	device nvme.DeviceInfo // log.dirs' device, probed in Start (storage.go)
 
@@ -131,8 +127,6 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 		return nil, err
 	}
 	b.quotas = q
-	b.scramFakeKey = make([]byte, 32)
-	_, _ = rand.Read(b.scramFakeKey) // crypto/rand.Read never fails
 	return b, nil
 }
 

@@ -89,13 +89,12 @@ type conn struct {
 	lis *Listener
 	// authPending is set on a SASL listener until SaslAuthenticate
 	// succeeds: only ApiVersions, SaslHandshake and SaslAuthenticate pass
-	// (sasl.go). saslMech is the mechanism SaslHandshake chose, scram the
-	// SCRAM exchange in progress; user is the authenticated principal
+	// (appliance/security's handlers, through security.SASLConn). sasl is
+	// the exchange in progress; user is the authenticated principal
 	// ("User:<name>"), "" for User:ANONYMOUS. All are written by the
 	// dispatching goroutine or loop and read by handlers dispatched after.
 	authPending bool
-	saslMech    string
-	scram       *security.ScramServer
+	sasl        security.Exchange
 	user        string
 }
 
@@ -184,12 +183,27 @@ func (c *conn) setListener(lis *Listener) {
 	c.authPending = lis != nil && lis.sasl()
 }
 
-// authenticated ends a successful SASL exchange: user is the principal
+// SASLListener is the connection's listener as the SASL handlers see it
+// (security.SASLConn); ok is false without a SASL listener.
+func (c *conn) SASLListener() (security.SASLListener, bool) {
+	if c.lis == nil || !c.lis.sasl() {
+		return security.SASLListener{}, false
+	}
+	return security.SASLListener{Name: c.lis.Name, Mechanisms: c.lis.Mechanisms, PlainUsers: c.lis.PlainUsers}, true
+}
+
+// SASLPending reports whether the connection has yet to authenticate.
+func (c *conn) SASLPending() bool { return c.authPending }
+
+// SASLExchange is the connection's SASL exchange in progress.
+func (c *conn) SASLExchange() *security.Exchange { return &c.sasl }
+
+// Authenticated ends a successful SASL exchange: user is the principal
 // from now on.
-func (c *conn) authenticated(user string) {
+func (c *conn) Authenticated(user string) {
 	c.user = "User:" + user
 	c.authPending = false
-	c.saslMech = ""
+	c.sasl = security.Exchange{}
 	if c.ring != nil {
 		c.ring.rc.SetMaxFrame(0) // socket.request.max.bytes from now on
 	}
@@ -764,8 +778,8 @@ func appendResponse(dst []byte, s *slot) (out []byte, parts []respPart, ok bool,
 	switch resp := s.resp.(type) {
 	case nil:
 		return dst, nil, false, nil
-	case *fixedVersion:
-		return encodeResponse(dst, s.corrID, s.key, resp.resp, resp.version), nil, true, nil
+	case *wire.FixedVersion:
+		return encodeResponse(dst, s.corrID, s.key, resp.Resp, resp.Version), nil, true, nil
 	case kmsg.Response:
 		return encodeResponse(dst, s.corrID, s.key, resp, s.version), nil, true, nil
 	case *rawResponse:
@@ -950,13 +964,6 @@ func (sf *sendfileState) onWritable(sfd uintptr) bool {
 func copyChunk(w io.Writer, ch nvme.Chunk) error {
 	_, err := io.Copy(w, io.NewSectionReader(ch.File, ch.Pos, int64(ch.Len)))
 	return err
-}
-
-// fixedVersion is a response encoded at a version other than the request's
-// (ApiVersions answering a too-new request in v0).
-type fixedVersion struct {
-	resp    kmsg.Response
-	version int16
 }
 
 // encodeResponse appends a whole response frame: size, correlation id,

@@ -35,7 +35,7 @@ func handleDescribeLogDirs(b *Broker, r *wire.Request) any {
 	req := r.Req.(*kmsg.DescribeLogDirsRequest)
 	return wire.Deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
-		if !b.authorizeCluster(r, kmsg.ACLOperationDescribe) { // authorizer.go; v0-v2 answer no dirs
+		if !b.authorizeCluster(r, kmsg.ACLOperationDescribe) { // v0-v2 answer no dirs
 			resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 			return resp
 		}

@@ -15,10 +15,10 @@
 // nothing imports it except tools/. Concept packages so far: quota (client
 // quotas and their handlers; quota_enforce.go holds the produce and fetch
 // side and the quota.Broker adapter) and security (ACLs, the authorizer,
-// SCRAM credentials, the SASL mechanisms and the ACL/SCRAM admin handlers;
+// SCRAM credentials, SASL authentication and the ACL/SCRAM admin handlers;
 // security_glue.go holds the image's aliases and the security.Broker
 // adapter, authz.go the connection's principal and the handlers' checks,
-// sasl_handshake.go and sasl_authenticate.go the connection's SASL state).
+// conn.go the connection's side of security.SASLConn).
 //
 // Requests: a connection decodes a frame, looks its API up in the broker's
 // wire.Table (built once in New; no package-level table, so several brokers

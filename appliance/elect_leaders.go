@@ -29,7 +29,7 @@ func handleElectLeaders(b *Broker, r *wire.Request) any {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp
 	}
-	if !b.authorizeCluster(r, kmsg.ACLOperationAlter) { // authorizer.go
+	if !b.authorizeCluster(r, kmsg.ACLOperationAlter) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp
 	}

@@ -260,17 +260,6 @@ func (gc *groupCoordinator) partitionOf(groupID string) *offsetsPartition {
 	return gc.parts[groupPartition(groupID, int32(len(gc.parts)))]
 }
 
-// run runs fn with groupID's manager on its shard; false if the broker is closing.
-func (gc *groupCoordinator) run(groupID string, fn func(*groupManager)) bool {
-	op := gc.partitionOf(groupID)
-	select {
-	case <-gc.b.closing:
-		return false
-	default:
-	}
-	op.st.loop.Post(func() { fn(op.mgr) })
-	return true
-}
 
 // groupEnv for the broker.
 

@@ -20,7 +20,7 @@ var listPartitionReassignmentsAPI = apiDef{key: 46, min: 0, max: 0, handle: hand
 func handleListPartitionReassignments(b *Broker, r *wire.Request) any {
 	req := r.Req.(*kmsg.ListPartitionReassignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
-	if !b.authorizeCluster(r, kmsg.ACLOperationDescribe) { // authorizer.go
+	if !b.authorizeCluster(r, kmsg.ACLOperationDescribe) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 	}
 	return resp

@@ -267,8 +267,8 @@ func (m *brokerMetrics) requestDone(key int16, start time.Time, resp any) {
 				}
 			}
 		}
-	case *fixedVersion:
-		m.countResponseErrors(key, r.resp)
+	case *wire.FixedVersion:
+		m.countResponseErrors(key, r.Resp)
 	case kmsg.Response:
 		m.countResponseErrors(key, r)
 	}

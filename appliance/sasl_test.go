@@ -9,16 +9,25 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// TestSaslHandlersState walks SaslHandshake and SaslAuthenticate through
-// their states on one connection of each kind of listener.
+// TestSaslHandlersState walks SaslHandshake and SaslAuthenticate (as the
+// broker's table dispatches them) through their states on one connection
+// of each kind of listener.
 func TestSaslHandlersState(t *testing.T) {
 	saslL := &Listener{Name: "SASL_PLAINTEXT", Protocol: protoSaslPlaintext, Mechanisms: []string{mechPlain, mechScramSHA256},
 		PlainUsers: map[string]string{"alice": "pw"}}
 	plainL := &Listener{Name: "PLAINTEXT", Protocol: protoPlaintext}
+	apis := newAPITable(&Broker{})
+	run := func(key int16, r *wire.Request) any {
+		a, ok := apis.Lookup(key)
+		if !ok {
+			t.Fatalf("API key %d not registered", key)
+		}
+		return a.Handle(r)
+	}
 	handshake := func(c *conn, mech string) (int16, []string, bool) {
 		req := kmsg.NewPtrSASLHandshakeRequest()
 		req.Version, req.Mechanism = 1, mech
-		out := handleSaslHandshake(nil, &wire.Request{Conn: c, Key: 17, Version: 1, Req: req})
+		out := run(17, &wire.Request{Conn: c, Key: 17, Version: 1, Req: req})
 		rc, closing := out.(wire.RespondAndClose)
 		resp, _ := out.(*kmsg.SASLHandshakeResponse)
 		if closing {
@@ -29,7 +38,7 @@ func TestSaslHandlersState(t *testing.T) {
 	authenticate := func(c *conn, msg string) (int16, bool) {
 		req := kmsg.NewPtrSASLAuthenticateRequest()
 		req.Version, req.SASLAuthBytes = 2, []byte(msg)
-		out := handleSaslAuthenticate(nil, &wire.Request{Conn: c, Key: 36, Version: 2, Req: req})
+		out := run(36, &wire.Request{Conn: c, Key: 36, Version: 2, Req: req})
 		if rc, ok := out.(wire.RespondAndClose); ok {
 			return rc.Resp.(*kmsg.SASLAuthenticateResponse).ErrorCode, true
 		}
@@ -67,13 +76,13 @@ func TestSaslHandlersState(t *testing.T) {
 	}
 	c2 := &conn{}
 	c2.setListener(saslL)
-	c2.saslMech = mechPlain
+	c2.sasl.Mechanism = mechPlain
 	if code, _, closing := handshake(c2, mechPlain); code != kerr.IllegalSaslState.Code || !closing {
 		t.Errorf("second handshake: code %d closing %v", code, closing)
 	}
 	c3 := &conn{}
 	c3.setListener(saslL)
-	c3.saslMech = mechPlain
+	c3.sasl.Mechanism = mechPlain
 	if code, closing := authenticate(c3, "\x00alice\x00nope"); code != kerr.SaslAuthenticationFailed.Code || !closing || c3.Principal() != security.AnonymousPrincipal {
 		t.Errorf("wrong password: code %d closing %v", code, closing)
 	}

@@ -7,8 +7,8 @@ package quota
 // Settings are ClientQuotaRecords in the metadata log, applied into the
 // image's Values; AlterClientQuotas commits them through the controller,
 // DescribeClientQuotas reads the image. The Manager counts bytes against
-// producer_byte_rate and consumer_byte_rate (manager.go); the sampled rate
-// and the throttle time are in rate.go.
+// producer_byte_rate and consumer_byte_rate; sampledRate and throttleTime
+// sample the rate and compute the throttle.
 
 import (
 	"fmt"

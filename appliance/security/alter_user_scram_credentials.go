@@ -7,7 +7,7 @@ package security
 // RemoveUserScramCredentialRecords so they survive a restart. An upsertion
 // carries the mechanism (1 SCRAM-SHA-256, 2 SCRAM-SHA-512), the iterations,
 // the client's salt and salted password; the broker stores the salt,
-// StoredKey and ServerKey (scram.go), never the salted password. The answer
+// StoredKey and ServerKey (NewScramCredential), never the salted password. The answer
 // has one result per user, in the order users first appear (deletions,
 // then upsertions); a user with any invalid alteration is not changed:
 // UNACCEPTABLE_CREDENTIAL (93) for an empty user name, iterations outside

@@ -18,7 +18,7 @@ package security
 //     operation) and allow.everyone.if.no.acl.found is true.
 //
 // A connection's principal is User:<name> once it authenticated on a
-// SASL_PLAINTEXT listener (sasl.go), User:ANONYMOUS otherwise; the
+// SASL_PLAINTEXT listener (SaslAuthenticate), User:ANONYMOUS otherwise; the
 // broker's connection (wire.Conn.Principal) is the one place that says so.
 
 import (

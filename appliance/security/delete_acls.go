@@ -6,7 +6,7 @@ package security
 // With no authorizer every filter answers SECURITY_DISABLED (54), as
 // Kafka's. Otherwise the principal needs ALTER on the CLUSTER resource
 // (CLUSTER_AUTHORIZATION_FAILED, 31, per filter). Every binding a filter
-// matches (acl.go, as DescribeAcls) is removed, all filters in one metadata
+// matches (ACLFilter.Matches, as DescribeAcls) is removed, all filters in one metadata
 // batch, and listed under the first filter that matched it. A filter with an
 // UNKNOWN element answers INVALID_REQUEST (42).
 

@@ -6,7 +6,7 @@ package security
 // With no authorizer the answer is SECURITY_DISABLED (54), as Kafka's.
 // Otherwise the principal needs DESCRIBE on the CLUSTER resource
 // (CLUSTER_AUTHORIZATION_FAILED, 31). The filter selects bindings as Kafka's
-// AclBindingFilter (acl.go): ANY matches all, MATCH matches the literal
+// AclBindingFilter (ACLFilter): ANY matches all, MATCH matches the literal
 // name, the literal wildcard and covering prefixes; v0 filters literal
 // patterns only. A filter with an UNKNOWN element answers INVALID_REQUEST
 // (42). Matching bindings come grouped by resource pattern, sorted.

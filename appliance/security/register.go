@@ -1,6 +1,7 @@
 package security
 
 import (
+	"crypto/rand"
 	"log/slog"
 
 	"github.com/ringbroker/ringbroker/appliance/wire"
@@ -40,14 +41,22 @@ type handlers struct {
 	b     Broker
 	authz *Authorizer // nil: the authorizer is off (SECURITY_DISABLED)
 	log   *slog.Logger
+	// scramFakeKey derives the salts of SCRAM exchanges for unknown
+	// users; random per broker.
+	scramFakeKey []byte
 }
 
-// Register adds the ACL APIs (CreateAcls, DeleteAcls, DescribeAcls) and the
-// SCRAM APIs (AlterUserScramCredentials, DescribeUserScramCredentials) to
-// t, answered with b. authz is the broker's authorizer, nil when off; log
-// receives a line per ACL change.
+// Register adds the SASL APIs (SaslHandshake, SaslAuthenticate: their
+// requests' connections must implement SASLConn), the ACL APIs
+// (CreateAcls, DeleteAcls, DescribeAcls) and the SCRAM APIs
+// (AlterUserScramCredentials, DescribeUserScramCredentials) to t, answered
+// with b. authz is the broker's authorizer, nil when off; log receives a
+// line per ACL change.
 func Register(t *wire.Table, b Broker, authz *Authorizer, log *slog.Logger) {
-	h := &handlers{b: b, authz: authz, log: log}
+	h := &handlers{b: b, authz: authz, log: log, scramFakeKey: make([]byte, 32)}
+	_, _ = rand.Read(h.scramFakeKey) // crypto/rand.Read never fails
+	t.Register(h.saslHandshakeAPI())
+	t.Register(h.saslAuthenticateAPI())
 	t.Register(h.createACLsAPI())
 	t.Register(h.deleteACLsAPI())
 	t.Register(h.describeACLsAPI())

@@ -16,6 +16,7 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 //     request itself through the broker's own owner state;
 //   - RespondAndClose: write a response, then close the connection;
 //   - Close: close the connection after the answers before this one;
+//   - *FixedVersion: a response encoded at a version of its own;
 //   - a response type of the broker's own, passed through unchanged.
 type Request struct {
 	// Key and Version are the API key and version of the request header;
@@ -70,6 +71,13 @@ type AnswerLater struct{}
 type RespondAndClose struct {
 	Resp   kmsg.Response
 	Reason string
+}
+
+// FixedVersion is a response encoded at Version instead of the request's
+// (ApiVersions and SaslHandshake answering an unsupported version in v0).
+type FixedVersion struct {
+	Resp    kmsg.Response
+	Version int16
 }
 
 // Close is returned by a handler to close the connection once the answers

@@ -1,4 +1,4 @@
-package appliance
+package security
 
 // SaslHandshake (key 17), v1 (KIP-43, KIP-152).
 //
@@ -24,34 +24,44 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var saslHandshakeAPI = apiDef{key: 17, min: 1, max: 1, advertiseFrom: 0, handle: handleSaslHandshake, unsupported: saslHandshakeUnsupported}
+func (h *handlers) saslHandshakeAPI() wire.API {
+	return wire.API{Key: 17, Min: 1, Max: 1, AdvertiseFrom: 0, Handle: h.handleSaslHandshake, Unsupported: handleSaslHandshakeUnsupported}
+}
 
-func handleSaslHandshake(b *Broker, r *wire.Request) any {
+func (h *handlers) handleSaslHandshake(r *wire.Request) any {
 	req := r.Req.(*kmsg.SASLHandshakeRequest)
 	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
-	c := connOf(r)
-	if c == nil || c.lis == nil || !c.lis.sasl() || !c.authPending {
+	c := saslConn(r)
+	var lis SASLListener
+	ok := false
+	if c != nil {
+		lis, ok = c.SASLListener()
+	}
+	if !ok || !c.SASLPending() {
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		return resp
 	}
-	resp.SupportedMechanisms = c.lis.Mechanisms
-	if c.saslMech != "" {
+	resp.SupportedMechanisms = lis.Mechanisms
+	ex := c.SASLExchange()
+	if ex.Mechanism != "" {
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		return wire.RespondAndClose{Resp: resp, Reason: "a second SaslHandshake during SASL authentication"}
 	}
-	if !c.lis.mechanismEnabled(req.Mechanism) {
+	if !lis.mechanismEnabled(req.Mechanism) {
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
-		return wire.RespondAndClose{Resp: resp, Reason: fmt.Sprintf("SASL mechanism %q is not enabled on listener %s", req.Mechanism, c.lis.Name)}
+		return wire.RespondAndClose{Resp: resp, Reason: fmt.Sprintf("SASL mechanism %q is not enabled on listener %s", req.Mechanism, lis.Name)}
 	}
-	c.saslMech = req.Mechanism
+	ex.Mechanism = req.Mechanism
 	return resp
 }
 
-func saslHandshakeUnsupported(_ *Broker, r *wire.Request) any {
+func handleSaslHandshakeUnsupported(r *wire.Request) any {
 	resp := kmsg.NewPtrSASLHandshakeResponse()
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
-	if connOf(r) != nil && connOf(r).lis != nil {
-		resp.SupportedMechanisms = connOf(r).lis.Mechanisms
+	if c := saslConn(r); c != nil {
+		if lis, ok := c.SASLListener(); ok {
+			resp.SupportedMechanisms = lis.Mechanisms
+		}
 	}
-	return &fixedVersion{resp: resp, version: 0}
+	return &wire.FixedVersion{Resp: resp, Version: 0}
 }

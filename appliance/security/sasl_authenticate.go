@@ -1,8 +1,8 @@
-package appliance
+package security
 
 // SaslAuthenticate (key 36), v0-v2 (KIP-152; v1 session lifetime, KIP-368).
 //
-// Carries the tokens of the mechanism SaslHandshake chose (sasl.go): one
+// Carries the tokens of the mechanism SaslHandshake chose (VerifyPlain, ScramServer): one
 // PLAIN message (RFC 4616), or SCRAM's client-first then client-final
 // (RFC 5802), answered with server-first then server-final. Success makes
 // the connection's principal User:<name>. A failure answers
@@ -16,18 +16,18 @@ package appliance
 import (
 	"errors"
 
-	"github.com/ringbroker/ringbroker/appliance/security"
 	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var saslAuthenticateAPI = apiDef{key: 36, min: 0, max: 2, handle: handleSaslAuthenticate}
+func (h *handlers) saslAuthenticateAPI() wire.API {
+	return wire.API{Key: 36, Min: 0, Max: 2, Handle: h.handleSaslAuthenticate}
+}
 
-func handleSaslAuthenticate(b *Broker, r *wire.Request) any {
+func (h *handlers) handleSaslAuthenticate(r *wire.Request) any {
 	req := r.Req.(*kmsg.SASLAuthenticateRequest)
 	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
-	c := connOf(r)
 	fail := func(code int16, msg string, close bool) any {
 		resp.ErrorCode = code
 		resp.ErrorMessage = &msg
@@ -36,12 +36,20 @@ func handleSaslAuthenticate(b *Broker, r *wire.Request) any {
 		}
 		return resp
 	}
+	c := saslConn(r)
+	var lis SASLListener
+	ok := false
+	if c != nil {
+		lis, ok = c.SASLListener()
+	}
 	switch {
-	case c == nil || c.lis == nil || !c.lis.sasl():
+	case !ok:
 		return fail(kerr.IllegalSaslState.Code, "SaslAuthenticate on a listener without SASL", false)
-	case !c.authPending:
+	case !c.SASLPending():
 		return fail(kerr.IllegalSaslState.Code, "SaslAuthenticate after successful authentication: re-authentication is not supported", false)
-	case c.saslMech == "":
+	}
+	ex := c.SASLExchange()
+	if ex.Mechanism == "" {
 		return fail(kerr.IllegalSaslState.Code, "SaslAuthenticate before SaslHandshake", true)
 	}
 	authFailed := func(err error) any {
@@ -51,32 +59,33 @@ func handleSaslAuthenticate(b *Broker, r *wire.Request) any {
 		}
 		return fail(kerr.SaslAuthenticationFailed.Code, msg, true)
 	}
-	if c.saslMech == security.MechPlain {
-		user, err := security.VerifyPlain(c.lis.PlainUsers, req.SASLAuthBytes)
+	if ex.Mechanism == MechPlain {
+		user, err := VerifyPlain(lis.PlainUsers, req.SASLAuthBytes)
 		if err != nil {
 			return authFailed(err)
 		}
-		c.authenticated(user)
+		c.Authenticated(user)
 		return resp
 	}
-	mech := security.ScramMechanismByName(c.saslMech)
+	mech := ScramMechanismByName(ex.Mechanism)
 	if mech == 0 {
 		return authFailed(errors.New("mechanism not implemented"))
 	}
-	if c.scram == nil {
-		c.scram = security.NewScramServer(mech, func(user string) (ScramCredential, bool) {
-			return b.currentImage().scramCredential(user, mech)
-		}, b.scramFakeKey)
+	if ex.scram == nil {
+		ex.scram = NewScramServer(mech, func(user string) (ScramCredential, bool) {
+			return h.b.View().Scram.Lookup(user, mech)
+		}, h.scramFakeKey)
 	}
-	out, done, err := c.scram.Step(req.SASLAuthBytes)
+	out, done, err := ex.scram.Step(req.SASLAuthBytes)
 	if err != nil {
-		c.scram = nil
+		ex.scram = nil
 		return authFailed(err)
 	}
 	resp.SASLAuthBytes = out
 	if done {
-		c.authenticated(c.scram.User())
-		c.scram = nil
+		user := ex.scram.User()
+		ex.scram = nil
+		c.Authenticated(user)
 	}
 	return resp
 }
