@@ -1,6 +1,7 @@
 package appliance
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/group"
 	"github.com/ringbroker/ringbroker/appliance/wire"
 )
 
@@ -43,10 +44,8 @@ func newAPITable(b *Broker) *wire.Table {
 		apiVersionsAPI, metadataAPI, describeClusterAPI, createTopicsAPI, deleteTopicsAPI, createPartitionsAPI,
 		describeConfigsAPI, alterConfigsAPI, incrementalAlterConfigsAPI, describeLogDirsAPI,
 		electLeadersAPI, alterPartitionReassignmentsAPI, listPartitionReassignmentsAPI, describeProducersAPI,
-		// Classic and KIP-848 groups.
-		findCoordinatorAPI, joinGroupAPI, syncGroupAPI, heartbeatAPI, leaveGroupAPI, listGroupsAPI,
-		describeGroupsAPI, deleteGroupsAPI, offsetCommitAPI, offsetFetchAPI, offsetDeleteAPI,
-		consumerGroupHeartbeatAPI, consumerGroupDescribeAPI,
+		// Coordinators of groups and transactions.
+		findCoordinatorAPI,
 		// Transactions.
 		initProducerIDAPI, addPartitionsToTxnAPI, addOffsetsToTxnAPI, endTxnAPI, txnOffsetCommitAPI,
 		describeTransactionsAPI, listTransactionsAPI,
@@ -60,5 +59,7 @@ func newAPITable(b *Broker) *wire.Table {
 	} {
 		t.Register(d.bind(b))
 	}
+	// Classic and KIP-848 groups.
+	group.Register(t, groupBroker{b})
 	return t
 }

@@ -44,6 +44,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ringbroker/ringbroker/appliance/group"
 	"github.com/ringbroker/ringbroker/appliance/wire"
 	"io"
 	"net"
@@ -471,10 +472,7 @@ func (m *brokerMetrics) writeShardMetrics(w io.Writer) {
 					if op.st != st {
 						continue
 					}
-					for _, g := range op.mgr.groups {
-						groupStates[g.state.String()]++
-						offsets += len(g.offsets)
-					}
+					offsets += op.mgr.CountGroups(groupStates)
 				}
 			}
 		})
@@ -508,7 +506,7 @@ func (m *brokerMetrics) writeShardMetrics(w io.Writer) {
 	}
 	fmt.Fprintf(w, "ringbroker_partitions %d\n", len(parts))
 	if b.groups != nil {
-		for _, s := range groupStateNames {
+		for _, s := range group.StateNames() {
 			fmt.Fprintf(w, "ringbroker_group_count{state=%q} %d\n", s, groupStates[s])
 		}
 		fmt.Fprintf(w, "ringbroker_group_offsets_count %d\n", offsets)
