@@ -72,7 +72,7 @@ type shareMember struct {
 	epoch, prevEpoch         int32
 	topics                   []string // subscribed topic names, sorted
 	assignment               map[TopicID][]int32
-	timer                    group.Timer
+	timer                    interface{ Stop() }
 }
 
 type shareGroup struct {
@@ -102,7 +102,7 @@ func (g *shareGroup) sortedMembers() []*shareMember {
 // shareManager holds the share groups of one __consumer_offsets partition.
 // Every method runs on that partition's owner shard.
 type shareManager struct {
-	env     group.Env
+	env     shareEnv
 	classic classicGroups // the same partition's classic groups: one group id namespace
 	groups  map[string]*shareGroup
 	// released is called (on this shard) when a member leaves or expires,
@@ -117,6 +117,14 @@ type shareManager struct {
 	dropGroup func(group string)
 }
 
+// shareEnv is what the share groups need of their __consumer_offsets
+// partition (a group.Env satisfies it): timers whose callbacks run on the
+// partition's shard and durable appends.
+type shareEnv interface {
+	AfterFunc(d time.Duration, fn func()) interface{ Stop() }
+	Persist(recs []kmsg.Record, done func(error))
+}
+
 // classicGroups is what the share groups need of the same partition's
 // classic and consumer groups (a group.Manager): whether an id is taken.
 type classicGroups interface {
@@ -125,7 +133,7 @@ type classicGroups interface {
 
 // newShareManager returns the share groups of one partition beside its
 // classic groups, and makes them the classic groups' group.ShareGroups.
-func newShareManager(env group.Env, classic *group.Manager) *shareManager {
+func newShareManager(env shareEnv, classic *group.Manager) *shareManager {
 	sm := &shareManager{env: env, classic: classic, groups: map[string]*shareGroup{}, released: func(string, string) {}}
 	classic.SetShareGroups(sm)
 	if op, ok := env.(*offsetsPartition); ok {
@@ -624,14 +632,12 @@ func shareNow() int64 { return time.Now().UnixMilli() }
 // IsShareGroup reports whether id names a share group of this partition.
 func (sm *shareManager) IsShareGroup(id string) bool { return sm.groups[id] != nil }
 
-// ListShareGroups lists this partition's share groups for ListGroups.
-func (sm *shareManager) ListShareGroups() []group.ShareGroupState {
-	views := sm.list()
-	out := make([]group.ShareGroupState, len(views))
-	for i, v := range views {
-		out[i] = group.ShareGroupState{ID: v.id, State: v.state}
+// EachShareGroup calls fn with every share group's id and state, for
+// ListGroups.
+func (sm *shareManager) EachShareGroup(fn func(id, state string)) {
+	for _, v := range sm.list() {
+		fn(v.id, v.state)
 	}
-	return out
 }
 
 // DeleteShareGroup runs on the group's coordinator shard for DeleteGroups:

@@ -423,8 +423,10 @@ func TestShareGroupIDRefusedByOtherProtocols(t *testing.T) {
 	if m.HasGroup("s") {
 		t.Fatal("a classic group was created under the share group's id")
 	}
-	if l := sm.ListShareGroups(); len(l) != 1 || l[0].ID != "s" {
-		t.Fatalf("listed share groups: %+v", l)
+	var listed []string
+	sm.EachShareGroup(func(id, state string) { listed = append(listed, id+":"+state) })
+	if len(listed) != 1 || listed[0] != "s:Stable" {
+		t.Fatalf("listed share groups: %v", listed)
 	}
 	var delErr *kerr.Error
 	if sm.DeleteShareGroup("s", func(err *kerr.Error) { delErr = err }) != true || delErr != kerr.NonEmptyGroup {

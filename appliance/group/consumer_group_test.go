@@ -681,12 +681,10 @@ type fakeShareGroups map[string]string
 
 func (f fakeShareGroups) IsShareGroup(id string) bool { _, ok := f[id]; return ok }
 
-func (f fakeShareGroups) ListShareGroups() []ShareGroupState {
-	var out []ShareGroupState
+func (f fakeShareGroups) EachShareGroup(fn func(id, state string)) {
 	for id, st := range f {
-		out = append(out, ShareGroupState{ID: id, State: st})
+		fn(id, st)
 	}
-	return out
 }
 
 func (f fakeShareGroups) DeleteShareGroup(id string, reply func(*kerr.Error)) bool {

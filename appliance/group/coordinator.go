@@ -168,21 +168,18 @@ type Image interface {
 
 // ShareGroups is what a Manager needs of the share groups (KIP-932) of its
 // partition, which live beside it on the same shard and share its group id
-// namespace. Every method runs on that shard.
+// namespace. Every method runs on that shard. Its methods use no type of
+// this package, so a share group package satisfies it without importing
+// this one.
 type ShareGroups interface {
 	// IsShareGroup reports whether id names a share group.
 	IsShareGroup(id string) bool
-	// ListShareGroups returns the share groups and their states.
-	ListShareGroups() []ShareGroupState
+	// EachShareGroup calls fn with every share group's id and state.
+	EachShareGroup(fn func(id, state string))
 	// DeleteShareGroup deletes id for DeleteGroups when it is a share group
 	// and answers through reply (on any goroutine); false when id names no
 	// share group.
 	DeleteShareGroup(id string, reply func(*kerr.Error)) bool
-}
-
-// ShareGroupState is one share group in ListGroups.
-type ShareGroupState struct {
-	ID, State string
 }
 
 // Shards runs work on the shards that own the __consumer_offsets

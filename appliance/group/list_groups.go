@@ -80,9 +80,9 @@ func handleListGroups(h *handlers, r *wire.Request) any {
 func (m *Manager) listWithShare() []groupSummary {
 	out := m.list()
 	if m.share != nil {
-		for _, sg := range m.share.ListShareGroups() {
-			out = append(out, groupSummary{id: sg.ID, state: sg.State, protocolType: "share", groupType: "share"})
-		}
+		m.share.EachShareGroup(func(id, state string) {
+			out = append(out, groupSummary{id: id, state: state, protocolType: "share", groupType: "share"})
+		})
 	}
 	return out
 }

@@ -42,8 +42,10 @@ func (s groupState) String() string { return groupStateNames[s] }
 const newMemberJoinTimeout = 5 * time.Minute
 
 // Timer is a timer whose callback has not run yet; Stop keeps it from
-// running.
-type Timer interface{ Stop() }
+// running. It is an alias of the unnamed interface, so an Env also
+// satisfies a share group package's environment that declares the same
+// method without importing this package.
+type Timer = interface{ Stop() }
 
 // Env is what a Manager needs from the broker: a clock, timers whose
 // callbacks run on the owning shard, member ids, and durable appends to its
