@@ -1,6 +1,7 @@
 package appliance
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/group"
 	"github.com/ringbroker/ringbroker/appliance/quota"
 	"github.com/ringbroker/ringbroker/appliance/security"
 	"github.com/ringbroker/ringbroker/appliance/wire"
@@ -46,10 +47,8 @@ func newAPITable(b *Broker) *wire.Table {
 		apiVersionsAPI, metadataAPI, describeClusterAPI, createTopicsAPI, deleteTopicsAPI, createPartitionsAPI,
 		describeConfigsAPI, alterConfigsAPI, incrementalAlterConfigsAPI, describeLogDirsAPI,
 		electLeadersAPI, alterPartitionReassignmentsAPI, listPartitionReassignmentsAPI, describeProducersAPI,
-		// Classic and KIP-848 groups.
-		findCoordinatorAPI, joinGroupAPI, syncGroupAPI, heartbeatAPI, leaveGroupAPI, listGroupsAPI,
-		describeGroupsAPI, deleteGroupsAPI, offsetCommitAPI, offsetFetchAPI, offsetDeleteAPI,
-		consumerGroupHeartbeatAPI, consumerGroupDescribeAPI,
+		// Coordinators of groups and transactions.
+		findCoordinatorAPI,
 		// Transactions.
 		initProducerIDAPI, addPartitionsToTxnAPI, addOffsetsToTxnAPI, endTxnAPI, txnOffsetCommitAPI,
 		describeTransactionsAPI, listTransactionsAPI,
@@ -61,5 +60,7 @@ func newAPITable(b *Broker) *wire.Table {
 	}
 	quota.Register(t, quotaBroker{b})
 	security.Register(t, securityBroker{b}, b.authz, b.log)
+	// Classic and KIP-848 groups.
+	group.Register(t, groupBroker{b})
 	return t
 }

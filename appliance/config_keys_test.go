@@ -15,7 +15,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ringbroker/ringbroker/appliance/group"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"reflect"
 )
 
 func TestDamerauLevenshtein(t *testing.T) {
@@ -189,16 +191,19 @@ func TestConfigKeysRegistry(t *testing.T) {
 			t.Errorf("%s: registry type %q, DescribeConfigs type %v", k, r.Type, typ)
 		}
 	}
-	gc, tc := defaultGroupConfig(), defaultTxnConfig()
+	// The registry's defaults, given as properties, must parse to each
+	// coordinator's own defaults.
+	defaults := map[string]string{}
+	for _, k := range ConfigKeys() {
+		if k.Default != "" {
+			defaults[k.Name] = k.Default
+		}
+	}
+	if gc, err := group.ConfigFromProps(defaults); err != nil || !reflect.DeepEqual(gc, group.DefaultConfig()) {
+		t.Errorf("the registry's group defaults parse to %+v (%v), the coordinator's defaults are %+v", gc, err, group.DefaultConfig())
+	}
+	tc := defaultTxnConfig()
 	for k, want := range map[string]int64{
-		"group.min.session.timeout.ms":                                gc.minSessionTimeout.Milliseconds(),
-		"group.max.session.timeout.ms":                                gc.maxSessionTimeout.Milliseconds(),
-		"group.initial.rebalance.delay.ms":                            gc.initialRebalanceDelay.Milliseconds(),
-		"group.max.size":                                              int64(gc.maxSize),
-		"group.consumer.max.size":                                     int64(gc.consumerMaxSize),
-		"offsets.retention.minutes":                                   int64(gc.offsetsRetention.Minutes()),
-		"offsets.retention.check.interval.ms":                         gc.retentionCheck.Milliseconds(),
-		"offset.metadata.max.bytes":                                   int64(gc.maxMetadataBytes),
 		"transaction.state.log.num.partitions":                        int64(tc.numPartitions),
 		"transaction.max.timeout.ms":                                  tc.maxTimeout.Milliseconds(),
 		"transaction.abort.timed.out.transaction.cleanup.interval.ms": tc.cleanupInterval.Milliseconds(),
@@ -207,9 +212,6 @@ func TestConfigKeysRegistry(t *testing.T) {
 		if got := byName[k].Default; got != strconv.FormatInt(want, 10) {
 			t.Errorf("%s: registry default %q, the coordinator's %d", k, got, want)
 		}
-	}
-	if got, want := byName["group.consumer.assignors"].Default, strings.Join(gc.consumerAssignors, ","); got != want {
-		t.Errorf("group.consumer.assignors: registry default %q, the coordinator's %q", got, want)
 	}
 	qc, err := quota.ConfigFromProps(nil)
 	if err != nil {

@@ -2,13 +2,14 @@
 // image and its log, the controller, partitions on their owner shards, the
 // Kafka wire protocol (one handler file per API key, each opening with a
 // comment on its behaviour and versions and declaring its apiDef, which
-// newAPITable binds into the broker's wire.Table), the group coordinator
-// (classic groups, group_state.go; KIP-848 consumer groups,
-// consumer_group.go), share groups (KIP-932: share_group.go on the
-// coordinator, share_store.go and share_partition.go on the topic
-// partitions' shards), the transaction coordinator, and the listeners
-// (listeners.go) with SASL authentication. It satisfies the small
-// interfaces that cluster, tiering and its concept packages declare.
+// newAPITable binds into the broker's wire.Table), the group coordinator's
+// wiring (appliance/group holds the coordinator; groupCoordinator and
+// offsetsPartition give it partitions, shards and the image), share
+// groups (KIP-932: share_group.go on the coordinator, share_store.go and
+// share_partition.go on the topic partitions' shards), the transaction
+// coordinator, and the listeners (listeners.go); SASL and ACLs are
+// appliance/security's. It satisfies the small interfaces that cluster,
+// tiering and its concept packages declare.
 //
 // It may import cluster, tiering, nvme, ioring, numa and its concept
 // packages (appliance/wire and the packages that register into it);

@@ -1,27 +1,49 @@
 package appliance
 
-// Transactional offset commits of a groupManager (KIP-98, TxnOffsetCommit).
-// The offsets are appended to the group's __consumer_offsets partition as a
-// transactional batch of the producer (OffsetCommitKey/Value records, like
-// plain commits) and kept pending by producer id; the transaction's marker
-// on that partition makes them visible (COMMIT) or drops them (ABORT).
-// Replaying the log at start does the same: transactional batches are
-// pending until their producer's marker. While an offset is pending,
-// OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT for it.
+// The seam between the transaction coordinator and the group coordinator
+// (appliance/group). Transactional offset commits (TxnOffsetCommit) are
+// written by the group coordinator as a transactional batch of the
+// producer and completed by the transaction's marker on the
+// __consumer_offsets partition. The transaction code (txn_*.go) reaches the
+// group coordinator only through what this file declares: groupManager's
+// txnCommitOffsets and completeTxn, askGroup, offsetsPartition.PersistTxn.
+// When the transaction coordinator moves to its own package, it declares
+// this as an interface and appliance keeps these as its adapter.
 
 import (
-	"errors"
+	"time"
 
-	"github.com/ringbroker/ringbroker/nvme"
+	"github.com/ringbroker/ringbroker/appliance/group"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// txnPendingOffset is one offset of an open transaction.
-type txnPendingOffset struct {
-	group string
-	tp    groupTP
-	o     groupOffset
+// groupManager is a partition's group.Manager as the transaction code
+// sees it.
+type groupManager struct{ *group.Manager }
+
+// askGroup runs fn with groupID's manager on its coordinator shard
+// (group.Ask): fn answers through reply, once. The Reply is the zero one
+// when the coordinator is not available (not started, or closing).
+func askGroup[T any](b *Broker, groupID string, fn func(m *groupManager, reply func(T))) wire.Reply[T] {
+	gc := b.groups
+	if gc == nil {
+		return wire.Reply[T]{}
+	}
+	return group.Ask(gc.gc, groupID, func(_ *group.Manager, reply func(T)) {
+		fn(gc.partitionOf(groupID).mgr, reply)
+	})
+}
+
+// offsetCommitItem is one partition's offset of a TxnOffsetCommit.
+type offsetCommitItem struct {
+	topic       string
+	partition   int32
+	offset      int64
+	leaderEpoch int32
+	metadata    string
+	expireTime  int64 // ms, -1 for the retention (unused by transactions)
 }
 
 // txnOffsetArgs is a TxnOffsetCommit that passed the handler's checks.
@@ -33,193 +55,31 @@ type txnOffsetArgs struct {
 	items                       []offsetCommitItem
 }
 
-// txnPersister is a groupEnv that can append a producer's transactional
-// batch; envs without it (tests) use persist.
-type txnPersister interface {
-	persistTxn(recs []kmsg.Record, pid int64, epoch int16, done func(error))
-}
-
-// txnCommitOffsets handles a TxnOffsetCommit; done gets one error per item.
+// txnCommitOffsets hands a TxnOffsetCommit to the group coordinator; done
+// gets one error per item, on the shard.
 func (m *groupManager) txnCommitOffsets(a txnOffsetArgs, done func([]*kerr.Error)) {
-	all := func(err *kerr.Error) {
-		out := make([]*kerr.Error, len(a.items))
-		for i := range out {
-			out[i] = err
-		}
-		done(out)
-	}
-	if a.group == "" {
-		all(kerr.InvalidGroupID)
-		return
-	}
-	if m.groupIDTooLong("TxnOffsetCommit", a.group) {
-		all(kerr.UnknownServerError)
-		return
-	}
-	if m.isShareGroup(a.group) {
-		all(kerr.GroupIDNotFound)
-		return
-	}
-	g := m.groups[a.group]
-	if g == nil {
-		g = m.newGroup(a.group)
-	}
-	// perItem checks each partition of a consumer group member's commit
-	// made with an older member epoch (consumer_group.go cgCheckCommit).
-	var perItem func(topic string, partition int32) *kerr.Error
-	switch {
-	case g.state == groupDead:
-		all(kerr.CoordinatorNotAvailable)
-		return
-	case a.memberID == "" && a.generation < 0:
-		// v0-v2, or a producer outside the group: no member check.
-	case g.cg != nil:
-		// A consumer-protocol group: the generation is the member epoch.
-		err, check := g.cgCheckCommit(a.memberID, a.generation, m.image)
-		if err != nil {
-			all(err)
-			return
-		}
-		perItem = check
-	case g.fenced(a.instanceID, a.memberID):
-		all(kerr.FencedInstanceID)
-		return
-	case g.members[a.memberID] == nil:
-		all(kerr.UnknownMemberID)
-		return
-	case a.generation != g.generation:
-		all(kerr.IllegalGeneration)
-		return
-	}
-	out := make([]*kerr.Error, len(a.items))
-	now := m.env.now().UnixMilli()
-	var recs []kmsg.Record
-	var pend []txnPendingOffset
+	c := group.TxnCommit{Group: a.group, MemberID: a.memberID, InstanceID: a.instanceID, Generation: a.generation,
+		ProducerID: a.pid, ProducerEpoch: a.epoch, Offsets: make([]group.TxnOffset, len(a.items))}
 	for i, it := range a.items {
-		if perItem != nil {
-			if out[i] = perItem(it.topic, it.partition); out[i] != nil {
-				continue
-			}
-		}
-		if len(it.metadata) > m.cfg.maxMetadataBytes {
-			out[i] = kerr.OffsetMetadataTooLarge
-			continue
-		}
-		m.commitSeq++
-		o := groupOffset{offset: it.offset, leaderEpoch: it.leaderEpoch, metadata: it.metadata, commitTime: now, expireTime: -1, seq: m.commitSeq}
-		tp := groupTP{it.topic, it.partition}
-		recs = append(recs, offsetCommitRecord(a.group, tp, o))
-		pend = append(pend, txnPendingOffset{group: a.group, tp: tp, o: o})
+		c.Offsets[i] = group.TxnOffset{Topic: it.topic, Partition: it.partition, Offset: it.offset,
+			LeaderEpoch: it.leaderEpoch, Metadata: it.metadata}
 	}
-	if len(recs) == 0 {
-		done(out)
-		return
-	}
-	finish := func(err error) {
-		if err != nil {
-			code := kerr.NotCoordinator
-			if errors.Is(err, nvme.ErrInvalidProducerEpoch) {
-				code = kerr.InvalidProducerEpoch
-			}
-			for i := range out {
-				if out[i] == nil {
-					out[i] = code
-				}
-			}
-			done(out)
-			return
-		}
-		if m.txnOffsets == nil {
-			m.txnOffsets = map[int64][]txnPendingOffset{}
-		}
-		m.txnOffsets[a.pid] = append(m.txnOffsets[a.pid], pend...)
-		done(out)
-	}
-	if tp, ok := m.env.(txnPersister); ok {
-		tp.persistTxn(recs, a.pid, a.epoch, finish)
-	} else {
-		m.env.persist(recs, finish)
-	}
+	m.TxnCommitOffsets(c, done)
 }
 
-// completeTxn applies the marker of producer pid's transaction: its
-// pending offsets become the committed ones (commit) or are dropped.
-func (m *groupManager) completeTxn(pid int64, commit bool) {
-	pend := m.txnOffsets[pid]
-	delete(m.txnOffsets, pid)
-	if !commit {
-		return
-	}
-	for _, p := range pend {
-		g := m.groups[p.group]
-		if g == nil {
-			g = m.newGroup(p.group)
-		}
-		if cur, have := g.offsets[p.tp]; !have || cur.seq < p.o.seq {
-			g.offsets[p.tp] = p.o
-		}
-	}
-}
+// completeTxn applies the marker of producer pid's transaction to the
+// partition's pending transactional offsets.
+func (m *groupManager) completeTxn(pid int64, commit bool) { m.CompleteTxn(pid, commit) }
 
-// unstableOffset reports whether a transactional commit of group/tp is
-// pending.
-func (m *groupManager) unstableOffset(group string, tp groupTP) bool {
-	for _, pend := range m.txnOffsets {
-		for _, p := range pend {
-			if p.group == group && p.tp == tp {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// loadTxnRecord replays one record of producer pid's transactional batch.
-func (m *groupManager) loadTxnRecord(pid int64, key, value []byte) error {
-	if len(key) < 2 || value == nil {
-		return nil
-	}
-	if v := int16(key[0])<<8 | int16(key[1]); v != 0 && v != 1 {
-		return nil
-	}
-	var k kmsg.OffsetCommitKey
-	if err := k.ReadFrom(key); err != nil {
-		return err
-	}
-	var v kmsg.OffsetCommitValue
-	if err := v.ReadFrom(value); err != nil {
-		return err
-	}
-	le := v.LeaderEpoch
-	if v.Version < 3 {
-		le = -1
-	}
-	m.commitSeq++
-	if m.txnOffsets == nil {
-		m.txnOffsets = map[int64][]txnPendingOffset{}
-	}
-	m.txnOffsets[pid] = append(m.txnOffsets[pid], txnPendingOffset{group: k.Group, tp: groupTP{k.Topic, k.Partition},
-		o: groupOffset{offset: v.Offset, leaderEpoch: le, metadata: v.Metadata, commitTime: v.CommitTimestamp, expireTime: -1, seq: m.commitSeq}})
-	return nil
-}
-
-// loadTxnMarker replays a marker of producer pid (key: version, type).
-func (m *groupManager) loadTxnMarker(pid int64, key []byte) {
-	if len(key) < 4 {
-		return
-	}
-	m.completeTxn(pid, int16(key[2])<<8|int16(key[3]) == nvme.ControlCommit)
-}
-
-// persistTxn appends recs as producer pid's transactional batch with
-// acks=-1 and calls done on the shard after the fdatasync.
-func (op *offsetsPartition) persistTxn(recs []kmsg.Record, pid int64, epoch int16, done func(error)) {
+// PersistTxn appends recs as producer pid's transactional batch with
+// acks=-1 and calls done on the shard after the fdatasync (group.TxnPersister).
+func (op *offsetsPartition) PersistTxn(recs []kmsg.Record, pid int64, epoch int16, done func(error)) {
 	part := op.st.parts[op.key]
 	if part == nil || part.log == nil {
 		done(kerr.NotCoordinator)
 		return
 	}
-	batch := appendBatch(nil, op.now().UnixMilli(), 0x10, pid, epoch, -1, recs)
+	batch := appendBatch(nil, time.Now().UnixMilli(), 0x10, pid, epoch, -1, recs)
 	part.append(batch, -1, func(res produceResult) {
 		go op.gc.post(op.st, func() { done(res.err) })
 	})

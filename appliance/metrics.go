@@ -44,6 +44,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ringbroker/ringbroker/appliance/group"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"io"
 	"net"
 	"net/http"
@@ -54,7 +56,6 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/ringbroker/ringbroker/ioring"
 	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -471,10 +472,7 @@ func (m *brokerMetrics) writeShardMetrics(w io.Writer) {
 					if op.st != st {
 						continue
 					}
-					for _, g := range op.mgr.groups {
-						groupStates[g.state.String()]++
-						offsets += len(g.offsets)
-					}
+					offsets += op.mgr.CountGroups(groupStates)
 				}
 			}
 		})
@@ -508,7 +506,7 @@ func (m *brokerMetrics) writeShardMetrics(w io.Writer) {
 	}
 	fmt.Fprintf(w, "ringbroker_partitions %d\n", len(parts))
 	if b.groups != nil {
-		for _, s := range groupStateNames {
+		for _, s := range group.StateNames() {
 			fmt.Fprintf(w, "ringbroker_group_count{state=%q} %d\n", s, groupStates[s])
 		}
 		fmt.Fprintf(w, "ringbroker_group_offsets_count %d\n", offsets)

@@ -43,6 +43,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/group"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -71,7 +72,7 @@ type shareMember struct {
 	epoch, prevEpoch         int32
 	topics                   []string // subscribed topic names, sorted
 	assignment               map[TopicID][]int32
-	timer                    groupTimer
+	timer                    interface{ Stop() }
 }
 
 type shareGroup struct {
@@ -101,8 +102,8 @@ func (g *shareGroup) sortedMembers() []*shareMember {
 // shareManager holds the share groups of one __consumer_offsets partition.
 // Every method runs on that partition's owner shard.
 type shareManager struct {
-	env     groupEnv
-	classic *groupManager // the same partition's classic groups: one group id namespace
+	env     shareEnv
+	classic classicGroups // the same partition's classic groups: one group id namespace
 	groups  map[string]*shareGroup
 	// released is called (on this shard) when a member leaves or expires,
 	// to release the records it holds; it posts to the partitions' shards.
@@ -110,11 +111,31 @@ type shareManager struct {
 	// image is the current metadata image, for assignments computed on a
 	// timer (a member's session expiry); nil in tests that pass images.
 	image func() *Image
+	// dropGroup drops a deleted share group's share-partitions on every
+	// shard (shareStore.dropGroup); it blocks, so it runs off the shard.
+	// nil in tests.
+	dropGroup func(group string)
 }
 
-func newShareManager(env groupEnv, classic *groupManager) *shareManager {
+// shareEnv is what the share groups need of their __consumer_offsets
+// partition (a group.Env satisfies it): timers whose callbacks run on the
+// partition's shard and durable appends.
+type shareEnv interface {
+	AfterFunc(d time.Duration, fn func()) interface{ Stop() }
+	Persist(recs []kmsg.Record, done func(error))
+}
+
+// classicGroups is what the share groups need of the same partition's
+// classic and consumer groups (a group.Manager): whether an id is taken.
+type classicGroups interface {
+	HasGroup(id string) bool
+}
+
+// newShareManager returns the share groups of one partition beside its
+// classic groups, and makes them the classic groups' group.ShareGroups.
+func newShareManager(env shareEnv, classic *group.Manager) *shareManager {
 	sm := &shareManager{env: env, classic: classic, groups: map[string]*shareGroup{}, released: func(string, string) {}}
-	classic.share = sm
+	classic.SetShareGroups(sm)
 	if op, ok := env.(*offsetsPartition); ok {
 		sm.image = op.gc.b.currentImage
 	}
@@ -220,8 +241,7 @@ func (sm *shareManager) group(id string) *shareGroup {
 
 // isClassic reports whether id names a classic group of this partition.
 func (sm *shareManager) isClassic(id string) bool {
-	g := sm.classic.groups[id]
-	return g != nil && g.state != groupDead
+	return sm.classic.HasGroup(id)
 }
 
 // shareHeartbeatArgs is one ShareGroupHeartbeat.
@@ -309,10 +329,10 @@ func (sm *shareManager) heartbeat(a shareHeartbeatArgs) shareHeartbeatResult {
 		m.prevEpoch, m.epoch = m.epoch, g.epoch
 	}
 	if m.timer != nil {
-		m.timer.stop()
+		m.timer.Stop()
 	}
 	timeout := a.settings.sessionTimeout
-	m.timer = sm.env.afterFunc(timeout, func() {
+	m.timer = sm.env.AfterFunc(timeout, func() {
 		if cur := sm.groups[g.id]; cur == g && g.members[m.id] == m {
 			im := a.im
 			if sm.image != nil {
@@ -328,14 +348,14 @@ func (sm *shareManager) heartbeat(a shareHeartbeatArgs) shareHeartbeatResult {
 func (sm *shareManager) bump(g *shareGroup) {
 	g.epoch++
 	g.assignEpoch = g.epoch
-	sm.env.persist([]kmsg.Record{shareGroupRecord(g)}, func(error) {})
+	sm.env.Persist([]kmsg.Record{shareGroupRecord(g)}, func(error) {})
 }
 
 // removeMember drops m from g, recomputes the assignment and releases the
 // records m holds.
 func (sm *shareManager) removeMember(g *shareGroup, m *shareMember, im *Image) {
 	if m.timer != nil {
-		m.timer.stop()
+		m.timer.Stop()
 	}
 	delete(g.members, m.id)
 	sm.reassign(g, im)
@@ -440,7 +460,7 @@ func (sm *shareManager) setStart(group string, tp shareTP, s shareStart, create 
 	}
 	g.parts[tp] = s
 	recs = append(recs, sharePartitionRecord(group, tp, s))
-	sm.env.persist(recs, done)
+	sm.env.Persist(recs, done)
 }
 
 // deleteGroup deletes an Empty share group and its share-partition states.
@@ -460,7 +480,7 @@ func (sm *shareManager) deleteGroup(id string, done func(*kerr.Error)) bool {
 	}
 	recs = append(recs, kmsg.Record{Key: shareGroupKey(id)})
 	delete(sm.groups, id)
-	sm.env.persist(recs, func(err error) {
+	sm.env.Persist(recs, func(err error) {
 		if err != nil {
 			done(kerr.CoordinatorNotAvailable)
 			return
@@ -514,7 +534,7 @@ func (sm *shareManager) alterStarts(group string, starts map[shareTP]int64, done
 	for _, tp := range sortedShareTPs(out) {
 		recs = append(recs, sharePartitionRecord(group, tp, out[tp]))
 	}
-	sm.env.persist(recs, func(err error) {
+	sm.env.Persist(recs, func(err error) {
 		if err != nil {
 			done(kerr.CoordinatorNotAvailable, nil)
 			return
@@ -554,7 +574,7 @@ func (sm *shareManager) deleteStarts(group string, topics map[TopicID]bool, done
 		done(nil)
 		return
 	}
-	sm.env.persist(recs, func(err error) {
+	sm.env.Persist(recs, func(err error) {
 		if err != nil {
 			done(kerr.CoordinatorNotAvailable)
 			return
@@ -606,19 +626,32 @@ func (sm *shareManager) list() []shareGroupView {
 // shareNow is the clock of the share state machines, in unix ms.
 func shareNow() int64 { return time.Now().UnixMilli() }
 
-// deleteShareGroup runs on group's coordinator shard for DeleteGroups: when
-// group is a share group it deletes it (NON_EMPTY_GROUP with members),
+// The group.ShareGroups a shareManager is to its partition's group.Manager
+// (the one group id namespace; ListGroups and DeleteGroups).
+
+// IsShareGroup reports whether id names a share group of this partition.
+func (sm *shareManager) IsShareGroup(id string) bool { return sm.groups[id] != nil }
+
+// EachShareGroup calls fn with every share group's id and state, for
+// ListGroups.
+func (sm *shareManager) EachShareGroup(fn func(id, state string)) {
+	for _, v := range sm.list() {
+		fn(v.id, v.state)
+	}
+}
+
+// DeleteShareGroup runs on the group's coordinator shard for DeleteGroups:
+// when id is a share group it deletes it (NON_EMPTY_GROUP with members),
 // drops its share-partitions on every shard and answers through reply;
-// false when group is no share group.
-func (b *Broker) deleteShareGroup(group string, reply func(*kerr.Error)) bool {
-	gc := b.groups
-	return gc.partitionOf(group).share.deleteGroup(group, func(err *kerr.Error) {
-		if err != nil {
+// false when id is no share group.
+func (sm *shareManager) DeleteShareGroup(id string, reply func(*kerr.Error)) bool {
+	return sm.deleteGroup(id, func(err *kerr.Error) {
+		if err != nil || sm.dropGroup == nil {
 			reply(err)
 			return
 		}
 		go func() {
-			gc.share.dropGroup(group, nil)
+			sm.dropGroup(id)
 			reply(err)
 		}()
 	})

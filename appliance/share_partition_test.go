@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/group"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -370,7 +371,7 @@ func TestShareManagerPersistAndReplay(t *testing.T) {
 		t.Fatal("a flush after DeleteShareGroupOffsets brought the share-partition back")
 	}
 	// A classic group's id is not a share group.
-	sm.classic.newGroup("classic")
+	sm.classic = fakeClassicGroups{"classic": true}
 	if r := sm.heartbeat(shareHeartbeatArgs{group: "classic", member: "m", topics: []string{"t"}, im: shareTestImage()}); !errors.Is(r.err, kerr.GroupIDNotFound) {
 		t.Fatalf("share heartbeat on a classic group: %v", r.err)
 	}
@@ -392,5 +393,46 @@ func TestParseISODuration(t *testing.T) {
 		if _, err := parseISODuration(in); err == nil {
 			t.Errorf("parseISODuration(%q) accepted", in)
 		}
+	}
+}
+
+// fakeClassicGroups is a classicGroups holding fixed group ids.
+type fakeClassicGroups map[string]bool
+
+func (f fakeClassicGroups) HasGroup(id string) bool { return f[id] }
+
+// Share, classic and consumer groups share one group id namespace: a
+// shareManager is its group.Manager's group.ShareGroups, so the group
+// coordinator refuses a share group's id and creates no group under it
+// (appliance/group's TestShareGroupIDRefusedByOtherProtocols drives the
+// classic and consumer APIs against it), lists it and deletes it.
+func TestShareGroupIDRefusedByOtherProtocols(t *testing.T) {
+	env := &fakeGroupEnv{t: time.Unix(1000, 0), ids: map[string]int{}}
+	m := newGroupManager(env, defaultGroupConfig())
+	sm := newShareManager(env, m)
+	set := shareGroupSettings{sessionTimeout: 45 * time.Second}
+	if r := sm.heartbeat(shareHeartbeatArgs{group: "s", member: "a", memberEpoch: 0, topics: []string{"t"}, settings: set, im: shareTestImage()}); r.err != nil {
+		t.Fatalf("share join: %v", r.err)
+	}
+	var errs []*kerr.Error
+	m.TxnCommitOffsets(group.TxnCommit{Group: "s", Generation: -1, ProducerID: 1, Offsets: []group.TxnOffset{{Topic: "t", LeaderEpoch: -1}}},
+		func(e []*kerr.Error) { errs = e })
+	if len(errs) != 1 || errs[0] != kerr.GroupIDNotFound {
+		t.Fatalf("offset commit to a share group: %v", errs)
+	}
+	if m.HasGroup("s") {
+		t.Fatal("a classic group was created under the share group's id")
+	}
+	var listed []string
+	sm.EachShareGroup(func(id, state string) { listed = append(listed, id+":"+state) })
+	if len(listed) != 1 || listed[0] != "s:Stable" {
+		t.Fatalf("listed share groups: %v", listed)
+	}
+	var delErr *kerr.Error
+	if sm.DeleteShareGroup("s", func(err *kerr.Error) { delErr = err }) != true || delErr != kerr.NonEmptyGroup {
+		t.Fatalf("deleting a share group with a member: %v", delErr)
+	}
+	if sm.DeleteShareGroup("other", func(*kerr.Error) {}) {
+		t.Fatal("a group that is no share group was deleted as one")
 	}
 }

@@ -1,4 +1,4 @@
-package appliance
+package group
 
 // OffsetDelete (key 47), v0 (KIP-496).
 //
@@ -22,21 +22,21 @@ type offsetDeleteAnswer struct {
 	per []*kerr.Error
 }
 
-func handleOffsetDelete(b *Broker, r *wire.Request) any {
+func handleOffsetDelete(h *handlers, r *wire.Request) any {
 	req := r.Req.(*kmsg.OffsetDeleteRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-	im := b.currentImage()
+	im := h.image()
 	type slot struct{ ti, pi int }
 	var slots []slot
 	var tps []groupTP
 	for ti, t := range req.Topics {
 		rt := kmsg.NewOffsetDeleteResponseTopic()
 		rt.Topic = t.Topic
-		topic := im.Topics[t.Topic]
+		_, partitions, known := im.Topic(t.Topic)
 		for pi, p := range t.Partitions {
 			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
 			rp.Partition = p.Partition
-			if topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions) {
+			if !known || p.Partition < 0 || p.Partition >= partitions {
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
 				slots = append(slots, slot{ti, pi})
@@ -46,12 +46,12 @@ func handleOffsetDelete(b *Broker, r *wire.Request) any {
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	if b.groupDenied(r, kmsg.ACLOperationDelete, req.Group) {
+	if h.groupDenied(r, kmsg.ACLOperationDelete, req.Group) {
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		resp.Topics = nil
 		return resp
 	}
-	ch := askGroup(b, req.Group, func(m *groupManager, reply func(offsetDeleteAnswer)) {
+	ch := ask(h, req.Group, func(m *Manager, reply func(offsetDeleteAnswer)) {
 		m.deleteOffsets(req.Group, tps, func(top *kerr.Error, per []*kerr.Error) { reply(offsetDeleteAnswer{top, per}) })
 	})
 	if !ch.Posted() {

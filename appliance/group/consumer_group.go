@@ -1,7 +1,7 @@
-package appliance
+package group
 
 // This file is the consumer group protocol of KIP-848 ("next generation
-// rebalance protocol") as a groupManager runs it on the shard of the group's
+// rebalance protocol") as a Manager runs it on the shard of the group's
 // __consumer_offsets partition: members heartbeat (ConsumerGroupHeartbeat,
 // consumer_group_heartbeat.go) with their subscription and the partitions
 // they own, and the coordinator answers with their assignment.
@@ -11,7 +11,7 @@ package appliance
 //   - group epoch: bumped whenever the membership, a subscription, the
 //     resolved metadata of the subscribed topics or the assignor changes;
 //   - target assignment: computed by the server-side assignor
-//     (consumer_group_assign.go) for the group epoch, which becomes the
+//     (assign.go) for the group epoch, which becomes the
 //     assignment epoch;
 //   - member epoch: the epoch of the target assignment a member has
 //     reconciled to. A member reconciles incrementally: partitions of its
@@ -177,8 +177,8 @@ type cgMember struct {
 
 	sendAssignment bool // the assignment changed since the member was last told
 	left           bool // a static member that left with epoch -2
-	sessionTimer   groupTimer
-	rebalanceTimer groupTimer
+	sessionTimer   Timer
+	rebalanceTimer Timer
 }
 
 // consumerGroup is the KIP-848 state of a group; group.cg is non-nil for a
@@ -331,7 +331,7 @@ type cgHeartbeatArgs struct {
 	assignor               *string
 	owned                  partSet // nil: unchanged
 	clientID, clientHost   string
-	image                  *Image
+	image                  Image
 }
 
 // full reports a heartbeat that carries the member's whole state; it is
@@ -373,8 +373,8 @@ func (cg *consumerGroup) instanceMismatch(a cgHeartbeatArgs) (r cgHeartbeatResul
 
 // consumerHeartbeat handles a ConsumerGroupHeartbeat; done runs once on the
 // shard, after the group epoch it reports (if it changed) is durable.
-func (m *groupManager) consumerHeartbeat(a cgHeartbeatArgs, done func(cgHeartbeatResult)) {
-	if a.image != nil && (m.image == nil || a.image.Offset >= m.image.Offset) {
+func (m *Manager) consumerHeartbeat(a cgHeartbeatArgs, done func(cgHeartbeatResult)) {
+	if a.image != nil && (m.image == nil || a.image.Offset() >= m.image.Offset()) {
 		// Handlers read the image before posting here, so an older one
 		// may arrive after a newer one: never go back.
 		m.image = a.image
@@ -477,7 +477,7 @@ func (m *groupManager) consumerHeartbeat(a cgHeartbeatArgs, done func(cgHeartbea
 		done(res)
 		return
 	}
-	m.env.persist([]kmsg.Record{consumerGroupRecord(g.id, cg.epoch)}, func(err error) {
+	m.env.Persist([]kmsg.Record{consumerGroupRecord(g.id, cg.epoch)}, func(err error) {
 		if err != nil {
 			done(m.cgPersistError(g, err))
 			return
@@ -490,7 +490,7 @@ func (m *groupManager) consumerHeartbeat(a cgHeartbeatArgs, done func(cgHeartbea
 // recomputation (cgFlush) is posted to the shard; waiter, if not nil, runs
 // after it (see consumerGroup.waiters) and returns what to call once the
 // new epoch is persisted (with the error answer if that failed).
-func (m *groupManager) cgSchedule(g *group, waiter func() func(*cgHeartbeatResult)) {
+func (m *Manager) cgSchedule(g *group, waiter func() func(*cgHeartbeatResult)) {
 	cg := g.cg
 	cg.dirty = true
 	if waiter != nil {
@@ -500,13 +500,13 @@ func (m *groupManager) cgSchedule(g *group, waiter func() func(*cgHeartbeatResul
 		return
 	}
 	cg.flushPosted = true
-	m.env.post(func() { m.cgFlush(g, cg) })
+	m.env.Post(func() { m.cgFlush(g, cg) })
 }
 
 // cgFlush bumps the group epoch once for every change cgSchedule recorded,
 // computes the target assignment, reconciles and answers the waiting
 // heartbeats, and persists the epoch.
-func (m *groupManager) cgFlush(g *group, cg *consumerGroup) {
+func (m *Manager) cgFlush(g *group, cg *consumerGroup) {
 	cg.flushPosted = false
 	waiters := cg.waiters
 	cg.waiters = nil
@@ -528,7 +528,7 @@ func (m *groupManager) cgFlush(g *group, cg *consumerGroup) {
 		}
 		return
 	}
-	m.env.persist([]kmsg.Record{consumerGroupRecord(g.id, cg.epoch)}, func(err error) {
+	m.env.Persist([]kmsg.Record{consumerGroupRecord(g.id, cg.epoch)}, func(err error) {
 		var fail *cgHeartbeatResult
 		if err != nil {
 			r := m.cgPersistError(g, err) // logs once for the whole batch
@@ -545,9 +545,9 @@ func (m *groupManager) cgFlush(g *group, cg *consumerGroup) {
 // megabytes) will never be written, so that is UNKNOWN_SERVER_ERROR, as
 // Kafka's coordinator maps it, and not retriable; it is logged once per
 // failed write.
-func (m *groupManager) cgPersistError(g *group, err error) cgHeartbeatResult {
+func (m *Manager) cgPersistError(g *group, err error) cgHeartbeatResult {
 	if recordRefused(err) {
-		m.env.warn("cannot persist a consumer group epoch: the offsets topic refuses the record", "groupIdBytes", len(g.id), "err", err)
+		m.env.Warn("cannot persist a consumer group epoch: the offsets topic refuses the record", "groupIdBytes", len(g.id), "err", err)
 		return cgError(kerr.UnknownServerError, "the group's metadata record cannot be written to __consumer_offsets: "+err.Error())
 	}
 	return cgError(kerr.NotCoordinator, "cannot persist the group epoch")
@@ -579,7 +579,7 @@ func cgEpochValid(mem *cgMember, a cgHeartbeatArgs) bool {
 
 // toConsumerGroup turns an Empty classic group (or one that only holds
 // offsets) into a consumer group.
-func (m *groupManager) toConsumerGroup(g *group) {
+func (m *Manager) toConsumerGroup(g *group) {
 	g.cg = newConsumerGroup(0)
 	g.protocolType = "consumer"
 	g.protocolName, g.leader = "", ""
@@ -589,11 +589,11 @@ func (m *groupManager) toConsumerGroup(g *group) {
 // cgJoin handles a heartbeat with member epoch 0: a new member, a member
 // rejoining after losing an answer or being fenced (same member id), or a
 // static member replacing its earlier incarnation that left with epoch -2.
-func (m *groupManager) cgJoin(g *group, a cgHeartbeatArgs) (*cgMember, bool, *kerr.Error, string) {
+func (m *Manager) cgJoin(g *group, a cgHeartbeatArgs) (*cgMember, bool, *kerr.Error, string) {
 	cg := g.cg
 	id := a.memberID
 	if id == "" { // v0: the coordinator names the member
-		id = m.env.newMemberID(a.clientID)
+		id = m.env.NewMemberID(a.clientID)
 	}
 	mem := cg.members[id]
 	if a.instanceID != nil {
@@ -649,7 +649,7 @@ func (m *groupManager) cgJoin(g *group, a cgHeartbeatArgs) (*cgMember, bool, *ke
 
 // cgUpdateMember applies the heartbeat's non-null fields to mem; true when
 // what the assignment depends on changed.
-func (m *groupManager) cgUpdateMember(mem *cgMember, a cgHeartbeatArgs) bool {
+func (m *Manager) cgUpdateMember(mem *cgMember, a cgHeartbeatArgs) bool {
 	changed := false
 	mem.clientID, mem.clientHost = a.clientID, a.clientHost
 	if a.rackID != nil {
@@ -684,22 +684,22 @@ func (m *groupManager) cgUpdateMember(mem *cgMember, a cgHeartbeatArgs) bool {
 }
 
 // cgResolve computes the topics mem subscribes to in im.
-func cgResolve(mem *cgMember, im *Image) map[string]bool {
+func cgResolve(mem *cgMember, im Image) map[string]bool {
 	out := map[string]bool{}
 	if im == nil {
 		return out
 	}
 	for _, n := range mem.names {
-		if im.Topics[n] != nil {
+		if _, _, ok := im.Topic(n); ok {
 			out[n] = true
 		}
 	}
 	if mem.re != nil {
-		for n := range im.Topics {
+		im.EachTopic(func(n string) {
 			if mem.re.MatchString(n) {
 				out[n] = true
 			}
-		}
+		})
 	}
 	return out
 }
@@ -708,12 +708,12 @@ func cgResolve(mem *cgMember, im *Image) map[string]bool {
 // member changed and, if the group's resolved subscription, membership or
 // assignor changed (or force), bumps the group epoch and computes the new
 // target assignment. It reports whether the epoch was bumped.
-func (m *groupManager) cgRefresh(g *group, force bool) bool {
+func (m *Manager) cgRefresh(g *group, force bool) bool {
 	cg := g.cg
 	im := m.image
 	off := int64(-1)
 	if im != nil {
-		off = im.Offset
+		off = im.Offset()
 	}
 	if !force && off == cg.imageOffset {
 		return false
@@ -726,8 +726,8 @@ func (m *groupManager) cgRefresh(g *group, force bool) bool {
 			mem.resolvedAt, mem.resolvedValid = off, true
 		}
 		for n := range mem.topics {
-			t := im.Topics[n]
-			resolved[n] = cgTopic{id: t.ID, partitions: int32(len(t.Partitions))}
+			id, partitions, _ := im.Topic(n)
+			resolved[n] = cgTopic{id: id, partitions: partitions}
 		}
 	}
 	assignor := m.cgAssignor(cg)
@@ -751,7 +751,7 @@ func (m *groupManager) cgRefresh(g *group, force bool) bool {
 
 // cgAssignor picks the assignor most members ask for; ties and members
 // without a preference go to the first of group.consumer.assignors.
-func (m *groupManager) cgAssignor(cg *consumerGroup) string {
+func (m *Manager) cgAssignor(cg *consumerGroup) string {
 	votes := map[string]int{}
 	for _, mem := range cg.members {
 		if mem.assignor != "" {
@@ -771,7 +771,7 @@ func (m *groupManager) cgAssignor(cg *consumerGroup) string {
 }
 
 // cgBump starts a new group epoch and computes its target assignment.
-func (m *groupManager) cgBump(g *group) {
+func (m *Manager) cgBump(g *group) {
 	cg := g.cg
 	cg.epoch++
 	members := cg.sortedMembers()
@@ -789,7 +789,7 @@ func (m *groupManager) cgBump(g *group) {
 // cgSyncState keeps the classic state of g in line with its consumer
 // group: Empty without members, Stable otherwise (the offset, expiry and
 // delete paths read it).
-func (m *groupManager) cgSyncState(g *group) {
+func (m *Manager) cgSyncState(g *group) {
 	want := groupStable
 	if len(g.cg.members) == 0 {
 		want = groupEmpty
@@ -811,7 +811,7 @@ func cgDisown(cg *consumerGroup, mem *cgMember, ps partSet) {
 // cgReconcile moves mem toward its target assignment (see the file
 // comment). owned is what the member reported owning, nil when it did not
 // say.
-func (m *groupManager) cgReconcile(g *group, mem *cgMember, owned partSet) {
+func (m *Manager) cgReconcile(g *group, mem *cgMember, owned partSet) {
 	cg := g.cg
 	target := mem.target
 	switch mem.state {
@@ -831,7 +831,7 @@ func (m *groupManager) cgReconcile(g *group, mem *cgMember, owned partSet) {
 		mem.revoking = nil
 		mem.state = cgStable
 		if mem.rebalanceTimer != nil {
-			mem.rebalanceTimer.stop()
+			mem.rebalanceTimer.Stop()
 			mem.rebalanceTimer = nil
 		}
 	case cgUnreleasedPartitions:
@@ -860,9 +860,9 @@ func (m *groupManager) cgReconcile(g *group, mem *cgMember, owned partSet) {
 		mem.sendAssignment = true
 		epoch := mem.epoch
 		if mem.rebalanceTimer != nil {
-			mem.rebalanceTimer.stop()
+			mem.rebalanceTimer.Stop()
 		}
-		mem.rebalanceTimer = m.env.afterFunc(mem.rebalanceTimeout, func() {
+		mem.rebalanceTimer = m.env.AfterFunc(mem.rebalanceTimeout, func() {
 			mem.rebalanceTimer = nil
 			if cg.members[mem.id] == mem && mem.state == cgUnrevokedPartitions && mem.epoch == epoch {
 				m.cgRemove(g, mem)
@@ -877,7 +877,7 @@ func (m *groupManager) cgReconcile(g *group, mem *cgMember, owned partSet) {
 
 // cgAddReleased gives mem the partitions of its target that no other member
 // owns any more; the member is stable once it has its whole target.
-func (m *groupManager) cgAddReleased(cg *consumerGroup, mem *cgMember, target partSet) {
+func (m *Manager) cgAddReleased(cg *consumerGroup, mem *cgMember, target partSet) {
 	missing := false
 	for tp := range target {
 		if mem.assigned[tp] {
@@ -900,11 +900,11 @@ func (m *groupManager) cgAddReleased(cg *consumerGroup, mem *cgMember, target pa
 }
 
 // cgSession restarts mem's session timer.
-func (m *groupManager) cgSession(g *group, mem *cgMember) {
+func (m *Manager) cgSession(g *group, mem *cgMember) {
 	if mem.sessionTimer != nil {
-		mem.sessionTimer.stop()
+		mem.sessionTimer.Stop()
 	}
-	mem.sessionTimer = m.env.afterFunc(m.cfg.consumerSessionTimeout, func() {
+	mem.sessionTimer = m.env.AfterFunc(m.cfg.consumerSessionTimeout, func() {
 		mem.sessionTimer = nil
 		if g.cg != nil && g.cg.members[mem.id] == mem {
 			m.cgRemove(g, mem)
@@ -912,13 +912,13 @@ func (m *groupManager) cgSession(g *group, mem *cgMember) {
 	})
 }
 
-func (m *groupManager) cgStopTimers(mem *cgMember) {
+func (m *Manager) cgStopTimers(mem *cgMember) {
 	if mem.sessionTimer != nil {
-		mem.sessionTimer.stop()
+		mem.sessionTimer.Stop()
 		mem.sessionTimer = nil
 	}
 	if mem.rebalanceTimer != nil {
-		mem.rebalanceTimer.stop()
+		mem.rebalanceTimer.Stop()
 		mem.rebalanceTimer = nil
 	}
 }
@@ -926,13 +926,13 @@ func (m *groupManager) cgStopTimers(mem *cgMember) {
 // cgRemove takes mem out of the group (session or rebalance timeout); the
 // group epoch bump, the new target assignment and the persisting of the
 // epoch follow from cgSchedule, once for every removal made before it runs.
-func (m *groupManager) cgRemove(g *group, mem *cgMember) {
+func (m *Manager) cgRemove(g *group, mem *cgMember) {
 	m.cgDrop(g, mem)
 	m.cgSchedule(g, nil)
 }
 
 // cgDrop deletes mem from g's consumer group.
-func (m *groupManager) cgDrop(g *group, mem *cgMember) {
+func (m *Manager) cgDrop(g *group, mem *cgMember) {
 	cg := g.cg
 	m.cgStopTimers(mem)
 	delete(cg.members, mem.id)
@@ -947,7 +947,7 @@ func (m *groupManager) cgDrop(g *group, mem *cgMember) {
 
 // consumerLeave handles member epoch -1 (leave) and -2 (a static member
 // leaving for now: it keeps its assignment until its session expires).
-func (m *groupManager) consumerLeave(g *group, a cgHeartbeatArgs, done func(cgHeartbeatResult)) {
+func (m *Manager) consumerLeave(g *group, a cgHeartbeatArgs, done func(cgHeartbeatResult)) {
 	if g == nil || g.cg == nil {
 		done(cgError(kerr.UnknownMemberID, ""))
 		return
@@ -970,7 +970,7 @@ func (m *groupManager) consumerLeave(g *group, a cgHeartbeatArgs, done func(cgHe
 				mem.prevEpoch = mem.epoch
 			}
 			if mem.rebalanceTimer != nil {
-				mem.rebalanceTimer.stop()
+				mem.rebalanceTimer.Stop()
 				mem.rebalanceTimer = nil
 			}
 		}
@@ -1022,7 +1022,7 @@ func (g *group) cgCheckMember(memberID string, epoch int32) *kerr.Error {
 // revoked) and have been given to it at that epoch or before, else
 // STALE_MEMBER_EPOCH; perPartition is nil when every partition passes. im
 // maps topic names to ids.
-func (g *group) cgCheckCommit(memberID string, epoch int32, im *Image) (err *kerr.Error, perPartition func(topic string, partition int32) *kerr.Error) {
+func (g *group) cgCheckCommit(memberID string, epoch int32, im Image) (err *kerr.Error, perPartition func(topic string, partition int32) *kerr.Error) {
 	cg := g.cg
 	if epoch < 0 && memberID == "" {
 		if len(cg.members) == 0 {
@@ -1040,10 +1040,14 @@ func (g *group) cgCheckCommit(memberID string, epoch int32, im *Image) (err *ker
 		return nil, nil
 	}
 	return nil, func(topic string, partition int32) *kerr.Error {
-		if im == nil || im.Topics[topic] == nil {
+		if im == nil {
 			return kerr.StaleMemberEpoch
 		}
-		tp := tpID{im.Topics[topic].ID, partition}
+		id, _, ok := im.Topic(topic)
+		if !ok {
+			return kerr.StaleMemberEpoch
+		}
+		tp := tpID{id, partition}
 		if since, ok := mem.since[tp]; ok && since <= epoch && (mem.assigned[tp] || mem.revoking[tp]) {
 			return nil
 		}
@@ -1071,7 +1075,7 @@ type cgMemberSummary struct {
 
 // describeConsumer answers ConsumerGroupDescribe for one group:
 // GROUP_ID_NOT_FOUND for an unknown group or a classic one.
-func (m *groupManager) describeConsumer(groupID string) cgSummary {
+func (m *Manager) describeConsumer(groupID string) cgSummary {
 	g := m.groups[groupID]
 	if g == nil || g.cg == nil || g.state == groupDead {
 		return cgSummary{err: kerr.GroupIDNotFound, state: "Dead"}

@@ -1,4 +1,4 @@
-package appliance
+package group
 
 // DescribeGroups (key 15), v0-v5.
 //
@@ -20,18 +20,18 @@ import (
 
 var describeGroupsAPI = apiDef{key: 15, min: 0, max: 5, handle: handleDescribeGroups}
 
-func handleDescribeGroups(b *Broker, r *wire.Request) any {
+func handleDescribeGroups(h *handlers, r *wire.Request) any {
 	req := r.Req.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	chans := make([]wire.Reply[groupSummary], len(req.Groups))
 	for i, g := range req.Groups {
-		chans[i] = askGroup(b, g, func(m *groupManager, reply func(groupSummary)) { reply(m.describe(g)) })
+		chans[i] = ask(h, g, func(m *Manager, reply func(groupSummary)) { reply(m.describe(g)) })
 	}
 	return wire.Deferred(func() any {
 		for i, id := range req.Groups {
 			dg := kmsg.NewDescribeGroupsResponseGroup()
 			dg.Group = id
-			if b.groupDenied(r, kmsg.ACLOperationDescribe, id) {
+			if h.groupDenied(r, kmsg.ACLOperationDescribe, id) {
 				dg.ErrorCode = kerr.GroupAuthorizationFailed.Code
 				resp.Groups = append(resp.Groups, dg)
 				continue

@@ -1,7 +1,8 @@
-package appliance
+package group
 
 import (
 	"fmt"
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"testing"
 	"time"
 
@@ -148,24 +149,24 @@ func TestRangeAssign(t *testing.T) {
 }
 
 func TestConsumerGroupConfig(t *testing.T) {
-	c, err := groupConfigFromProps(map[string]string{})
+	c, err := ConfigFromProps(map[string]string{})
 	if err != nil || c.consumerHeartbeatInterval != 5*time.Second || c.consumerSessionTimeout != 45*time.Second ||
 		len(c.consumerAssignors) != 2 || c.consumerAssignors[0] != "uniform" || !c.consumerProtocol {
 		t.Fatalf("defaults: %+v %v", c, err)
 	}
-	c, err = groupConfigFromProps(map[string]string{"group.consumer.heartbeat.interval.ms": "300",
+	c, err = ConfigFromProps(map[string]string{"group.consumer.heartbeat.interval.ms": "300",
 		"group.consumer.assignors": "range", "group.coordinator.rebalance.protocols": "classic", "group.consumer.max.size": "3"})
 	if err != nil || c.consumerHeartbeatInterval != 300*time.Millisecond || len(c.consumerAssignors) != 1 ||
 		c.consumerAssignors[0] != "range" || c.consumerProtocol || c.consumerMaxSize != 3 {
 		t.Fatalf("overrides: %+v %v", c, err)
 	}
-	if _, err := groupConfigFromProps(map[string]string{"group.consumer.assignors": "roundrobin"}); err == nil {
+	if _, err := ConfigFromProps(map[string]string{"group.consumer.assignors": "roundrobin"}); err == nil {
 		t.Fatal("an unknown assignor was accepted")
 	}
-	for _, k := range apiVersionsKeys(&Broker{apis: newAPITable(&Broker{})}) {
-		if k.ApiKey == 68 && k.MaxVersion != 1 {
-			t.Fatalf("ConsumerGroupHeartbeat advertised up to v%d", k.MaxVersion)
-		}
+	tab := wire.NewTable()
+	Register(tab, nil)
+	if a, ok := tab.Lookup(68); !ok || a.Max != 1 {
+		t.Fatalf("ConsumerGroupHeartbeat registered up to v%d (registered: %v)", a.Max, ok)
 	}
 }
 

@@ -1,4 +1,4 @@
-package appliance
+package group
 
 // ConsumerGroupHeartbeat (key 68), v0-v1 (KIP-848).
 //
@@ -34,7 +34,7 @@ import (
 
 var consumerGroupHeartbeatAPI = apiDef{key: 68, min: 0, max: 1, handle: handleConsumerGroupHeartbeat}
 
-func handleConsumerGroupHeartbeat(b *Broker, r *wire.Request) any {
+func handleConsumerGroupHeartbeat(h *handlers, r *wire.Request) any {
 	req := r.Req.(*kmsg.ConsumerGroupHeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	fill := func(res cgHeartbeatResult) kmsg.Response {
@@ -47,8 +47,8 @@ func handleConsumerGroupHeartbeat(b *Broker, r *wire.Request) any {
 		}
 		resp.MemberID = strPtr(res.memberID)
 		resp.MemberEpoch = res.epoch
-		if b.groups != nil {
-			resp.HeartbeatIntervalMillis = int32(b.groups.cfg.consumerHeartbeatInterval.Milliseconds())
+		if h.coord() != nil {
+			resp.HeartbeatIntervalMillis = int32(h.coord().cfg.consumerHeartbeatInterval.Milliseconds())
 		}
 		if res.assignment != nil {
 			as := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
@@ -64,24 +64,24 @@ func handleConsumerGroupHeartbeat(b *Broker, r *wire.Request) any {
 		}
 		return resp
 	}
-	if b.groups == nil {
+	if h.coord() == nil {
 		return fill(cgError(kerr.CoordinatorNotAvailable, ""))
 	}
-	if !b.groups.cfg.consumerProtocol {
+	if !h.coord().cfg.consumerProtocol {
 		return fill(cgError(kerr.UnsupportedVersion, "the consumer rebalance protocol is disabled (group.coordinator.rebalance.protocols)"))
 	}
 	a, err, msg := consumerHeartbeatArgs(req, r.Version)
 	if err != nil {
 		return fill(cgError(err, msg))
 	}
-	if b.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
+	if h.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
 		return fill(cgError(kerr.GroupAuthorizationFailed, ""))
 	}
-	a.clientID, a.clientHost, a.image = r.ClientID, clientHost(connOf(r).remote), b.currentImage()
-	if a.assignor != nil && !slices.Contains(b.groups.cfg.consumerAssignors, *a.assignor) {
+	a.clientID, a.clientHost, a.image = r.ClientID, clientHost(r), h.image()
+	if a.assignor != nil && !slices.Contains(h.coord().cfg.consumerAssignors, *a.assignor) {
 		return fill(cgError(kerr.UnsupportedAssignor, "assignor "+*a.assignor+" is not one of group.consumer.assignors"))
 	}
-	ch := askGroup(b, req.Group, func(m *groupManager, reply func(cgHeartbeatResult)) {
+	ch := ask(h, req.Group, func(m *Manager, reply func(cgHeartbeatResult)) {
 		m.consumerHeartbeat(a, reply)
 	})
 	if !ch.Posted() {

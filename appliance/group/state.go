@@ -1,15 +1,15 @@
-package appliance
+package group
 
 // This file is the classic group membership state machine (KIP-62, KIP-394,
 // KIP-345, KIP-429 client side): Empty, PreparingRebalance,
 // CompletingRebalance, Stable and Dead, as Kafka's GroupCoordinator runs it.
 //
-// A groupManager owns the groups of one __consumer_offsets partition. It is
+// A Manager owns the groups of one __consumer_offsets partition. It is
 // driven by method calls on the partition's owner shard and never blocks:
 // answers that have to wait (JoinGroup until the rebalance completes,
 // SyncGroup until the leader's assignment is stored) are callbacks, and every
 // timer (session expiry, rebalance timeout, initial rebalance delay, pending
-// member expiry, sync timeout) comes from groupEnv.afterFunc, whose callback
+// member expiry, sync timeout) comes from Env.afterFunc, whose callback
 // runs on the same shard. Tests drive it with a fake clock (group_test.go).
 
 import (
@@ -41,26 +41,37 @@ func (s groupState) String() string { return groupStateNames[s] }
 // before it is dropped (Kafka's GroupCoordinator.NewMemberJoinTimeoutMs).
 const newMemberJoinTimeout = 5 * time.Minute
 
-// groupTimer is a timer whose callback has not run yet or was stopped.
-type groupTimer interface{ stop() }
+// Timer is a timer whose callback has not run yet; Stop keeps it from
+// running. It is an alias of the unnamed interface, so an Env also
+// satisfies a share group package's environment that declares the same
+// method without importing this package.
+type Timer = interface{ Stop() }
 
-// groupEnv is what a groupManager needs from the broker: a clock, timers
-// whose callbacks run on the owning shard, member ids, and durable appends to
-// its __consumer_offsets partition (done runs on the owning shard).
-type groupEnv interface {
-	now() time.Time
-	afterFunc(d time.Duration, fn func()) groupTimer
-	newMemberID(clientID string) string
-	persist(recs []kmsg.Record, done func(error))
-	// post runs fn on the shard after the work already queued there (a
+// Env is what a Manager needs from the broker: a clock, timers whose
+// callbacks run on the owning shard, member ids, and durable appends to its
+// __consumer_offsets partition. Every method is called on the owning shard;
+// the callbacks they take run there too.
+type Env interface {
+	// Now is the current time.
+	Now() time.Time
+	// AfterFunc runs fn on the owning shard after d, unless the Timer is
+	// stopped first.
+	AfterFunc(d time.Duration, fn func()) Timer
+	// NewMemberID returns a fresh member id for a client
+	// ("<client id>-<uuid>").
+	NewMemberID(clientID string) string
+	// Persist appends recs to the partition as one batch and calls done
+	// once they are durable (acks=-1), or with the append's error.
+	Persist(recs []kmsg.Record, done func(error))
+	// Post runs fn on the shard after the work already queued there (a
 	// group's coalesced target-assignment recomputation).
-	post(fn func())
-	// warn logs one line at Warn.
-	warn(msg string, args ...any)
+	Post(fn func())
+	// Warn logs one line at Warn.
+	Warn(msg string, args ...any)
 }
 
-// groupConfig holds the broker's group settings.
-type groupConfig struct {
+// Config holds the broker's group settings.
+type Config struct {
 	numPartitions         int32         // offsets.topic.num.partitions
 	minSessionTimeout     time.Duration // group.min.session.timeout.ms
 	maxSessionTimeout     time.Duration // group.max.session.timeout.ms
@@ -78,8 +89,9 @@ type groupConfig struct {
 	consumerProtocol          bool          // "consumer" in group.coordinator.rebalance.protocols
 }
 
-func defaultGroupConfig() groupConfig {
-	return groupConfig{
+// DefaultConfig is Kafka's defaults for the group settings.
+func DefaultConfig() Config {
+	return Config{
 		numPartitions:         50,
 		minSessionTimeout:     6 * time.Second,
 		maxSessionTimeout:     30 * time.Minute,
@@ -117,7 +129,7 @@ type groupMember struct {
 	joinDone func(joinResult) // set while awaiting a join answer
 	syncDone func(syncResult) // set while awaiting a sync answer
 	isNew    bool
-	hbTimer  groupTimer
+	hbTimer  Timer
 }
 
 func (m *groupMember) metadataFor(protocol string) ([]byte, bool) {
@@ -192,15 +204,15 @@ type group struct {
 	generation   int32
 	leader       string
 	members      map[string]*groupMember
-	static       map[string]string     // instance id -> member id
-	pending      map[string]groupTimer // member ids handed out with MEMBER_ID_REQUIRED
+	static       map[string]string // instance id -> member id
+	pending      map[string]Timer  // member ids handed out with MEMBER_ID_REQUIRED
 	pendingSync  map[string]bool
 
 	newMemberAdded bool
 	initialDelay   bool          // the join waits for the initial rebalance delay
 	delayRemaining time.Duration // rebalance timeout left for initial delay extensions
-	joinTimer      groupTimer
-	syncTimer      groupTimer
+	joinTimer      Timer
+	syncTimer      Timer
 
 	offsets map[groupTP]groupOffset
 
@@ -326,46 +338,61 @@ func (g *group) allJoined() bool {
 	return true
 }
 
-// groupManager holds the groups coordinated by one __consumer_offsets
+// Manager holds the groups coordinated by one __consumer_offsets
 // partition. Every method runs on the partition's owner shard.
-type groupManager struct {
-	env       groupEnv
-	cfg       groupConfig
+type Manager struct {
+	env       Env
+	cfg       Config
 	groups    map[string]*group
 	seq       uint64
 	commitSeq uint64
 	// txnOffsets are transactional commits awaiting their marker, by
-	// producer id (group_txn.go).
+	// producer id (txn_offsets.go).
 	txnOffsets map[int64][]txnPendingOffset
 	// image is the latest metadata image a ConsumerGroupHeartbeat brought;
 	// consumer group subscriptions are resolved against it.
-	image *Image
-	// share is the same partition's share groups (share_group.go), nil in
-	// tests without them: one group id namespace, so a classic or consumer
-	// request for a share group's id is refused.
-	share *shareManager
+	image Image
+	// share is the same partition's share groups (KIP-932), nil in tests
+	// and brokers without them: one group id namespace, so a classic or
+	// consumer request for a share group's id is refused.
+	share ShareGroups
 }
 
 // isShareGroup reports whether id names a share group of this partition.
-func (m *groupManager) isShareGroup(id string) bool {
-	return m.share != nil && m.share.groups[id] != nil
+func (m *Manager) isShareGroup(id string) bool {
+	return m.share != nil && m.share.IsShareGroup(id)
 }
 
-func newGroupManager(env groupEnv, cfg groupConfig) *groupManager {
-	return &groupManager{env: env, cfg: cfg, groups: map[string]*group{}}
+// NewManager returns the Manager of one __consumer_offsets partition, with
+// no groups: the broker replays the partition into it (LoadRecord,
+// LoadTxnRecord, LoadTxnMarker, FinishLoad) before serving.
+func NewManager(env Env, cfg Config) *Manager {
+	return &Manager{env: env, cfg: cfg, groups: map[string]*group{}}
 }
 
-func (m *groupManager) newGroup(id string) *group {
-	g := &group{id: id, state: groupEmpty, stateTime: m.env.now(), members: map[string]*groupMember{},
-		static: map[string]string{}, pending: map[string]groupTimer{}, pendingSync: map[string]bool{},
+// SetShareGroups gives m the same partition's share groups, which share
+// its group id namespace. Call it before the partition is loaded.
+func (m *Manager) SetShareGroups(s ShareGroups) { m.share = s }
+
+// HasGroup reports whether id names a classic or consumer group of this
+// partition that is not Dead (the share coordinator's half of the one
+// group id namespace).
+func (m *Manager) HasGroup(id string) bool {
+	g := m.groups[id]
+	return g != nil && g.state != groupDead
+}
+
+func (m *Manager) newGroup(id string) *group {
+	g := &group{id: id, state: groupEmpty, stateTime: m.env.Now(), members: map[string]*groupMember{},
+		static: map[string]string{}, pending: map[string]Timer{}, pendingSync: map[string]bool{},
 		offsets: map[groupTP]groupOffset{}}
 	m.groups[id] = g
 	return g
 }
 
-func (m *groupManager) transition(g *group, s groupState) {
+func (m *Manager) transition(g *group, s groupState) {
 	g.state = s
-	g.stateTime = m.env.now()
+	g.stateTime = m.env.Now()
 }
 
 // joinArgs is a JoinGroup request for one group.
@@ -405,25 +432,25 @@ const maxGroupIDBytes = math.MaxInt16
 // __consumer_offsets record can hold. Kafka fails such a record when it
 // serializes it and answers UNKNOWN_SERVER_ERROR, which clients do not
 // retry (a retriable NOT_COORDINATOR would have them retry forever).
-func (m *groupManager) groupIDTooLong(api, group string) bool {
+func (m *Manager) groupIDTooLong(api, group string) bool {
 	if len(group) <= maxGroupIDBytes {
 		return false
 	}
-	m.env.warn("group id too long for __consumer_offsets: request refused with UNKNOWN_SERVER_ERROR", "api", api, "groupIdBytes", len(group), "maxBytes", maxGroupIDBytes)
+	m.env.Warn("group id too long for __consumer_offsets: request refused with UNKNOWN_SERVER_ERROR", "api", api, "groupIdBytes", len(group), "maxBytes", maxGroupIDBytes)
 	return true
 }
 
 // toClassicGroup turns an Empty consumer-protocol group back into a classic
 // one; the tombstone of its consumer group record makes the change durable.
-func (m *groupManager) toClassicGroup(g *group) {
+func (m *Manager) toClassicGroup(g *group) {
 	g.cg = nil
 	g.protocolType = ""
 	m.transition(g, groupEmpty)
-	m.env.persist([]kmsg.Record{{Key: consumerGroupKey(g.id)}}, func(error) {})
+	m.env.Persist([]kmsg.Record{{Key: consumerGroupKey(g.id)}}, func(error) {})
 }
 
 // join handles a JoinGroup; done runs once, now or when the rebalance completes.
-func (m *groupManager) join(a joinArgs, done func(joinResult)) {
+func (m *Manager) join(a joinArgs, done func(joinResult)) {
 	switch {
 	case a.group == "":
 		done(joinError(kerr.InvalidGroupID, a.memberID))
@@ -466,7 +493,7 @@ func (m *groupManager) join(a joinArgs, done func(joinResult)) {
 	m.joinKnownMember(g, a, done)
 }
 
-func (m *groupManager) joinNewMember(g *group, a joinArgs, done func(joinResult)) {
+func (m *Manager) joinNewMember(g *group, a joinArgs, done func(joinResult)) {
 	if g.state == groupDead {
 		done(joinError(kerr.CoordinatorNotAvailable, ""))
 		return
@@ -479,7 +506,7 @@ func (m *groupManager) joinNewMember(g *group, a joinArgs, done func(joinResult)
 		done(joinError(kerr.GroupMaxSizeReached, ""))
 		return
 	}
-	id := m.env.newMemberID(a.clientID)
+	id := m.env.NewMemberID(a.clientID)
 	if a.instanceID != "" {
 		if old, ok := g.static[a.instanceID]; ok {
 			m.replaceStaticMember(g, old, id, a, done)
@@ -489,14 +516,14 @@ func (m *groupManager) joinNewMember(g *group, a joinArgs, done func(joinResult)
 		return
 	}
 	if a.requireKnownMemberID {
-		g.pending[id] = m.env.afterFunc(a.sessionTimeout, func() { m.expirePending(g, id) })
+		g.pending[id] = m.env.AfterFunc(a.sessionTimeout, func() { m.expirePending(g, id) })
 		done(joinError(kerr.MemberIDRequired, id))
 		return
 	}
 	m.addMemberAndRebalance(g, id, a, done)
 }
 
-func (m *groupManager) joinKnownMember(g *group, a joinArgs, done func(joinResult)) {
+func (m *Manager) joinKnownMember(g *group, a joinArgs, done func(joinResult)) {
 	if g.state == groupDead {
 		done(joinError(kerr.CoordinatorNotAvailable, a.memberID))
 		return
@@ -506,7 +533,7 @@ func (m *groupManager) joinKnownMember(g *group, a joinArgs, done func(joinResul
 			done(joinError(kerr.InconsistentGroupProtocol, a.memberID))
 			return
 		}
-		t.stop()
+		t.Stop()
 		delete(g.pending, a.memberID)
 		m.addMemberAndRebalance(g, a.memberID, a, done)
 		return
@@ -547,7 +574,7 @@ func (m *groupManager) joinKnownMember(g *group, a joinArgs, done func(joinResul
 
 // currentJoinResult answers mem with the current generation; the leader gets
 // every member's metadata.
-func (m *groupManager) currentJoinResult(g *group, mem *groupMember, skip bool) joinResult {
+func (m *Manager) currentJoinResult(g *group, mem *groupMember, skip bool) joinResult {
 	r := joinResult{memberID: mem.id, generation: g.generation, protocolType: g.protocolType,
 		protocolName: g.protocolName, leader: g.leader, skipAssignment: skip}
 	if mem.id == g.leader {
@@ -559,7 +586,7 @@ func (m *groupManager) currentJoinResult(g *group, mem *groupMember, skip bool) 
 	return r
 }
 
-func (m *groupManager) addMemberAndRebalance(g *group, id string, a joinArgs, done func(joinResult)) {
+func (m *Manager) addMemberAndRebalance(g *group, id string, a joinArgs, done func(joinResult)) {
 	m.seq++
 	mem := &groupMember{seq: m.seq, id: id, instanceID: a.instanceID, clientID: a.clientID, clientHost: a.clientHost,
 		sessionTimeout: a.sessionTimeout, rebalanceTimeout: a.rebalanceTimeout, protocolType: a.protocolType,
@@ -582,7 +609,7 @@ func (m *groupManager) addMemberAndRebalance(g *group, id string, a joinArgs, do
 	m.tryCompleteJoin(g)
 }
 
-func (m *groupManager) updateMemberAndRebalance(g *group, mem *groupMember, a joinArgs, done func(joinResult)) {
+func (m *Manager) updateMemberAndRebalance(g *group, mem *groupMember, a joinArgs, done func(joinResult)) {
 	mem.protocols = a.protocols
 	mem.sessionTimeout = a.sessionTimeout
 	mem.rebalanceTimeout = a.rebalanceTimeout
@@ -597,7 +624,7 @@ func (m *groupManager) updateMemberAndRebalance(g *group, mem *groupMember, a jo
 
 // replaceStaticMember gives a restarted static member (new member id, same
 // instance id) the old member's place; the old id is fenced from now on.
-func (m *groupManager) replaceStaticMember(g *group, oldID, newID string, a joinArgs, done func(joinResult)) {
+func (m *Manager) replaceStaticMember(g *group, oldID, newID string, a joinArgs, done func(joinResult)) {
 	mem := g.members[oldID]
 	if mem.joinDone != nil {
 		mem.joinDone(joinError(kerr.FencedInstanceID, oldID))
@@ -629,7 +656,7 @@ func (m *groupManager) replaceStaticMember(g *group, oldID, newID string, a join
 			// Nothing the assignment depends on changed: no rebalance.
 			m.scheduleHeartbeat(g, mem, mem.sessionTimeout)
 			gen := g.generation
-			m.env.persist([]kmsg.Record{groupMetadataRecord(g, m.env.now())}, func(err error) {
+			m.env.Persist([]kmsg.Record{groupMetadataRecord(g, m.env.Now())}, func(err error) {
 				if err != nil {
 					done(joinError(kerr.CoordinatorNotAvailable, newID))
 					return
@@ -652,7 +679,7 @@ func (m *groupManager) replaceStaticMember(g *group, oldID, newID string, a join
 	}
 }
 
-func (m *groupManager) expirePending(g *group, id string) {
+func (m *Manager) expirePending(g *group, id string) {
 	if _, ok := g.pending[id]; !ok {
 		return
 	}
@@ -660,24 +687,24 @@ func (m *groupManager) expirePending(g *group, id string) {
 	m.tryCompleteJoin(g)
 }
 
-func (m *groupManager) maybePrepareRebalance(g *group) {
+func (m *Manager) maybePrepareRebalance(g *group) {
 	switch g.state {
 	case groupStable, groupCompletingRebalance, groupEmpty:
 		m.prepareRebalance(g)
 	}
 }
 
-func (m *groupManager) prepareRebalance(g *group) {
+func (m *Manager) prepareRebalance(g *group) {
 	if g.state == groupCompletingRebalance {
 		m.failPendingSyncs(g, kerr.RebalanceInProgress)
 	}
 	if g.syncTimer != nil {
-		g.syncTimer.stop()
+		g.syncTimer.Stop()
 		g.syncTimer = nil
 	}
 	clear(g.pendingSync)
 	if g.joinTimer != nil {
-		g.joinTimer.stop()
+		g.joinTimer.Stop()
 	}
 	wasEmpty := g.state == groupEmpty
 	m.transition(g, groupPreparingRebalance)
@@ -686,14 +713,14 @@ func (m *groupManager) prepareRebalance(g *group) {
 		d := min(m.cfg.initialRebalanceDelay, rt)
 		g.initialDelay = true
 		g.delayRemaining = rt - d
-		g.joinTimer = m.env.afterFunc(d, func() { m.expireInitialDelay(g) })
+		g.joinTimer = m.env.AfterFunc(d, func() { m.expireInitialDelay(g) })
 		return
 	}
 	g.initialDelay = false
-	g.joinTimer = m.env.afterFunc(rt, func() { g.joinTimer = nil; m.completeJoin(g) })
+	g.joinTimer = m.env.AfterFunc(rt, func() { g.joinTimer = nil; m.completeJoin(g) })
 }
 
-func (m *groupManager) expireInitialDelay(g *group) {
+func (m *Manager) expireInitialDelay(g *group) {
 	g.joinTimer = nil
 	if g.state != groupPreparingRebalance {
 		return
@@ -702,7 +729,7 @@ func (m *groupManager) expireInitialDelay(g *group) {
 		g.newMemberAdded = false
 		d := min(m.cfg.initialRebalanceDelay, g.delayRemaining)
 		g.delayRemaining -= d
-		g.joinTimer = m.env.afterFunc(d, func() { m.expireInitialDelay(g) })
+		g.joinTimer = m.env.AfterFunc(d, func() { m.expireInitialDelay(g) })
 		return
 	}
 	g.initialDelay = false
@@ -710,7 +737,7 @@ func (m *groupManager) expireInitialDelay(g *group) {
 }
 
 // failPendingSyncs clears the assignments and answers waiting syncs with err.
-func (m *groupManager) failPendingSyncs(g *group, err *kerr.Error) {
+func (m *Manager) failPendingSyncs(g *group, err *kerr.Error) {
 	for _, mem := range g.sortedMembers() {
 		mem.assignment = nil
 		if mem.syncDone != nil {
@@ -721,7 +748,7 @@ func (m *groupManager) failPendingSyncs(g *group, err *kerr.Error) {
 	}
 }
 
-func (m *groupManager) tryCompleteJoin(g *group) {
+func (m *Manager) tryCompleteJoin(g *group) {
 	if g.state == groupPreparingRebalance && !g.initialDelay && g.allJoined() {
 		m.completeJoin(g)
 	}
@@ -729,12 +756,12 @@ func (m *groupManager) tryCompleteJoin(g *group) {
 
 // completeJoin ends the join phase: members that did not rejoin are
 // dropped, the next generation starts and every waiting join is answered.
-func (m *groupManager) completeJoin(g *group) {
+func (m *Manager) completeJoin(g *group) {
 	if g.state != groupPreparingRebalance {
 		return
 	}
 	if g.joinTimer != nil {
-		g.joinTimer.stop()
+		g.joinTimer.Stop()
 		g.joinTimer = nil
 	}
 	g.initialDelay = false
@@ -746,7 +773,7 @@ func (m *groupManager) completeJoin(g *group) {
 	if !m.electJoinedLeader(g) && len(g.members) > 0 {
 		// Only static members that have not rejoined are left: wait for them
 		// to rejoin or for their sessions to expire.
-		g.joinTimer = m.env.afterFunc(g.maxRebalanceTimeout(), func() { g.joinTimer = nil; m.completeJoin(g) })
+		g.joinTimer = m.env.AfterFunc(g.maxRebalanceTimeout(), func() { g.joinTimer = nil; m.completeJoin(g) })
 		return
 	}
 	g.generation++
@@ -754,7 +781,7 @@ func (m *groupManager) completeJoin(g *group) {
 	if len(g.members) == 0 {
 		g.protocolName = ""
 		m.transition(g, groupEmpty)
-		m.env.persist([]kmsg.Record{groupMetadataRecord(g, m.env.now())}, func(error) {})
+		m.env.Persist([]kmsg.Record{groupMetadataRecord(g, m.env.Now())}, func(error) {})
 		return
 	}
 	g.protocolName = g.selectProtocol()
@@ -763,7 +790,7 @@ func (m *groupManager) completeJoin(g *group) {
 		g.pendingSync[id] = true
 	}
 	gen := g.generation
-	g.syncTimer = m.env.afterFunc(g.maxRebalanceTimeout(), func() { m.expireSync(g, gen) })
+	g.syncTimer = m.env.AfterFunc(g.maxRebalanceTimeout(), func() { m.expireSync(g, gen) })
 	for _, mem := range g.sortedMembers() {
 		if mem.joinDone == nil {
 			continue
@@ -776,7 +803,7 @@ func (m *groupManager) completeJoin(g *group) {
 	}
 }
 
-func (m *groupManager) electJoinedLeader(g *group) bool {
+func (m *Manager) electJoinedLeader(g *group) bool {
 	if l := g.members[g.leader]; l != nil && l.joinDone != nil {
 		return true
 	}
@@ -793,7 +820,7 @@ func (m *groupManager) electJoinedLeader(g *group) bool {
 }
 
 // expireSync drops the members that did not sync within the rebalance timeout.
-func (m *groupManager) expireSync(g *group, gen int32) {
+func (m *Manager) expireSync(g *group, gen int32) {
 	g.syncTimer = nil
 	if g.generation != gen || (g.state != groupCompletingRebalance && g.state != groupStable) || len(g.pendingSync) == 0 {
 		return
@@ -808,9 +835,9 @@ func (m *groupManager) expireSync(g *group, gen int32) {
 }
 
 // removeMember takes mem out of g, answering its waiting calls with err.
-func (m *groupManager) removeMember(g *group, mem *groupMember, err *kerr.Error) {
+func (m *Manager) removeMember(g *group, mem *groupMember, err *kerr.Error) {
 	if mem.hbTimer != nil {
-		mem.hbTimer.stop()
+		mem.hbTimer.Stop()
 		mem.hbTimer = nil
 	}
 	delete(g.members, mem.id)
@@ -838,7 +865,7 @@ func (m *groupManager) removeMember(g *group, mem *groupMember, err *kerr.Error)
 
 // removeMemberAndUpdate removes mem and moves the group on: a rebalance
 // from Stable or CompletingRebalance, a join completion check while preparing.
-func (m *groupManager) removeMemberAndUpdate(g *group, mem *groupMember) {
+func (m *Manager) removeMemberAndUpdate(g *group, mem *groupMember) {
 	m.removeMember(g, mem, kerr.UnknownMemberID)
 	switch g.state {
 	case groupStable, groupCompletingRebalance:
@@ -849,14 +876,14 @@ func (m *groupManager) removeMemberAndUpdate(g *group, mem *groupMember) {
 	}
 }
 
-func (m *groupManager) scheduleHeartbeat(g *group, mem *groupMember, d time.Duration) {
+func (m *Manager) scheduleHeartbeat(g *group, mem *groupMember, d time.Duration) {
 	if mem.hbTimer != nil {
-		mem.hbTimer.stop()
+		mem.hbTimer.Stop()
 	}
-	mem.hbTimer = m.env.afterFunc(d, func() { mem.hbTimer = nil; m.expireHeartbeat(g, mem) })
+	mem.hbTimer = m.env.AfterFunc(d, func() { mem.hbTimer = nil; m.expireHeartbeat(g, mem) })
 }
 
-func (m *groupManager) expireHeartbeat(g *group, mem *groupMember) {
+func (m *Manager) expireHeartbeat(g *group, mem *groupMember) {
 	if g.members[mem.id] != mem {
 		return
 	}
@@ -885,7 +912,7 @@ type syncResult struct {
 
 // sync handles a SyncGroup; done runs once, now or when the leader's
 // assignment is stored.
-func (m *groupManager) sync(a syncArgs, done func(syncResult)) {
+func (m *Manager) sync(a syncArgs, done func(syncResult)) {
 	g := m.groups[a.group]
 	switch {
 	case a.group == "":
@@ -933,8 +960,8 @@ func (m *groupManager) sync(a syncArgs, done func(syncResult)) {
 			assign[id] = a.assignments[id]
 		}
 		gen := g.generation
-		rec := groupMetadataRecordWith(g, m.env.now(), assign)
-		m.env.persist([]kmsg.Record{rec}, func(err error) {
+		rec := groupMetadataRecordWith(g, m.env.Now(), assign)
+		m.env.Persist([]kmsg.Record{rec}, func(err error) {
 			if g.state != groupCompletingRebalance || g.generation != gen || m.groups[g.id] != g {
 				return
 			}
@@ -964,17 +991,17 @@ func (m *groupManager) sync(a syncArgs, done func(syncResult)) {
 	}
 }
 
-func (m *groupManager) syncedMember(g *group, mem *groupMember) {
+func (m *Manager) syncedMember(g *group, mem *groupMember) {
 	delete(g.pendingSync, mem.id)
 	if len(g.pendingSync) == 0 && g.syncTimer != nil {
-		g.syncTimer.stop()
+		g.syncTimer.Stop()
 		g.syncTimer = nil
 	}
 	m.scheduleHeartbeat(g, mem, mem.sessionTimeout)
 }
 
 // heartbeat handles a Heartbeat.
-func (m *groupManager) heartbeat(groupID, memberID, instanceID string, generation int32) *kerr.Error {
+func (m *Manager) heartbeat(groupID, memberID, instanceID string, generation int32) *kerr.Error {
 	g := m.groups[groupID]
 	switch {
 	case groupID == "":
@@ -1011,7 +1038,7 @@ type leaveMember struct {
 
 // leave handles a LeaveGroup for several members: a group-level error, or
 // one error per member (nil for those that left).
-func (m *groupManager) leave(groupID string, members []leaveMember) (*kerr.Error, []*kerr.Error) {
+func (m *Manager) leave(groupID string, members []leaveMember) (*kerr.Error, []*kerr.Error) {
 	g := m.groups[groupID]
 	out := make([]*kerr.Error, len(members))
 	switch {
@@ -1039,7 +1066,7 @@ func (m *groupManager) leave(groupID string, members []leaveMember) (*kerr.Error
 			continue
 		}
 		if t, ok := g.pending[lm.memberID]; ok {
-			t.stop()
+			t.Stop()
 			delete(g.pending, lm.memberID)
 			m.tryCompleteJoin(g)
 			continue

@@ -1,4 +1,4 @@
-package appliance
+package group
 
 // ListGroups (key 16), v0-v5.
 //
@@ -20,23 +20,19 @@ import (
 
 var listGroupsAPI = apiDef{key: 16, min: 0, max: 5, handle: handleListGroups}
 
-func handleListGroups(b *Broker, r *wire.Request) any {
+func handleListGroups(h *handlers, r *wire.Request) any {
 	req := r.Req.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-	gc := b.groups
+	gc := h.coord()
 	if gc == nil {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp
 	}
-	chans := make([]chan []groupSummary, 0, len(gc.parts))
-	shareChans := make([]chan []shareGroupView, 0, len(gc.parts))
-	for _, op := range gc.parts {
+	chans := make([]chan []groupSummary, 0, len(gc.mgrs))
+	for p, mgr := range gc.mgrs {
 		ch := make(chan []groupSummary, 1)
-		sch := make(chan []shareGroupView, 1)
 		chans = append(chans, ch)
-		shareChans = append(shareChans, sch)
-		mgr, sm := op.mgr, op.share
-		gc.post(op.st, func() { ch <- mgr.list(); sch <- sm.list() })
+		gc.Post(int32(p), func() { ch <- mgr.listWithShare() })
 	}
 	match := func(filter []string, v string) bool {
 		if len(filter) == 0 {
@@ -51,20 +47,17 @@ func handleListGroups(b *Broker, r *wire.Request) any {
 	}
 	return wire.Deferred(func() any {
 		var all []groupSummary
-		for i, ch := range chans {
+		for _, ch := range chans {
 			select {
 			case gs := <-ch:
 				all = append(all, gs...)
-				for _, sg := range <-shareChans[i] {
-					all = append(all, groupSummary{id: sg.id, state: sg.state, protocolType: "share", groupType: "share"})
-				}
-			case <-b.closing:
+			case <-gc.Closing():
 				resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 				return resp
 			}
 		}
 		sort.Slice(all, func(i, j int) bool { return all[i].id < all[j].id })
-		visible := b.listGroupsFilter(r) // authorizer_checks.go
+		visible := h.listGroupsFilter(r)
 		for _, g := range all {
 			if !visible(g.id) {
 				continue
@@ -81,4 +74,15 @@ func handleListGroups(b *Broker, r *wire.Request) any {
 		}
 		return resp
 	})
+}
+
+// listWithShare is list plus the partition's share groups.
+func (m *Manager) listWithShare() []groupSummary {
+	out := m.list()
+	if m.share != nil {
+		m.share.EachShareGroup(func(id, state string) {
+			out = append(out, groupSummary{id: id, state: state, protocolType: "share", groupType: "share"})
+		})
+	}
+	return out
 }

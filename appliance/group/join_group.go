@@ -1,8 +1,8 @@
-package appliance
+package group
 
 // JoinGroup (key 11), v0-v9.
 //
-// Classic group membership (group_state.go). v0 has no rebalance timeout
+// Classic group membership (state.go). v0 has no rebalance timeout
 // (the session timeout stands in); v4+ answers a first join without member
 // id with MEMBER_ID_REQUIRED and a member id to rejoin with (KIP-394),
 // which expires after the session timeout if unused; v5+ carries
@@ -20,10 +20,10 @@ import (
 
 var joinGroupAPI = apiDef{key: 11, min: 0, max: 9, handle: handleJoinGroup}
 
-func handleJoinGroup(b *Broker, r *wire.Request) any {
+func handleJoinGroup(h *handlers, r *wire.Request) any {
 	req := r.Req.(*kmsg.JoinGroupRequest)
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
-	a := joinArgs{group: req.Group, memberID: req.MemberID, clientID: r.ClientID, clientHost: clientHost(connOf(r).remote),
+	a := joinArgs{group: req.Group, memberID: req.MemberID, clientID: r.ClientID, clientHost: clientHost(r),
 		protocolType: req.ProtocolType, sessionTimeout: time.Duration(req.SessionTimeoutMillis) * time.Millisecond,
 		rebalanceTimeout: time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond, requireKnownMemberID: r.Version >= 4}
 	if r.Version == 0 || req.RebalanceTimeoutMillis <= 0 {
@@ -63,10 +63,10 @@ func handleJoinGroup(b *Broker, r *wire.Request) any {
 		}
 		return resp
 	}
-	if b.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
+	if h.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
 		return fill(joinError(kerr.GroupAuthorizationFailed, req.MemberID))
 	}
-	ch := askGroup(b, req.Group, func(m *groupManager, reply func(joinResult)) {
+	ch := ask(h, req.Group, func(m *Manager, reply func(joinResult)) {
 		m.join(a, reply)
 	})
 	if !ch.Posted() {

@@ -1,4 +1,4 @@
-package appliance
+package group
 
 // LeaveGroup (key 13), v0-v5.
 //
@@ -19,7 +19,7 @@ type leaveAnswer struct {
 	per []*kerr.Error
 }
 
-func handleLeaveGroup(b *Broker, r *wire.Request) any {
+func handleLeaveGroup(h *handlers, r *wire.Request) any {
 	req := r.Req.(*kmsg.LeaveGroupRequest)
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
 	var members []leaveMember
@@ -55,10 +55,10 @@ func handleLeaveGroup(b *Broker, r *wire.Request) any {
 		}
 		return resp
 	}
-	if b.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
+	if h.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
 		return fill(leaveAnswer{top: kerr.GroupAuthorizationFailed})
 	}
-	ch := askGroup(b, req.Group, func(m *groupManager, reply func(leaveAnswer)) {
+	ch := ask(h, req.Group, func(m *Manager, reply func(leaveAnswer)) {
 		top, per := m.leave(req.Group, members)
 		reply(leaveAnswer{top, per})
 	})

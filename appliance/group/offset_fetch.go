@@ -1,4 +1,4 @@
-package appliance
+package group
 
 // OffsetFetch (key 9), v0-v9.
 //
@@ -7,7 +7,7 @@ package appliance
 // topic list (v2+) returns every committed partition. v8+ asks for several
 // groups at once (each answered by its own coordinator shard). v7+
 // require_stable answers UNSTABLE_OFFSET_COMMIT (offset -1) for a partition
-// while a transactional commit of it is pending (group_txn.go). v9 carries
+// while a transactional commit of it is pending (txn_offsets.go). v9 carries
 // the member id and member epoch of a KIP-848 consumer: when a member id is
 // given for a consumer-protocol group, an unknown member answers
 // UNKNOWN_MEMBER_ID and another epoch STALE_MEMBER_EPOCH (group level).
@@ -34,8 +34,8 @@ type offsetFetchAnswer struct {
 // askOffsets starts a fetch for one group; topics nil asks for all. member
 // is the v9 member id and epoch, checked against a consumer-protocol group
 // when given.
-func (b *Broker) askOffsets(group string, topics map[string][]int32, order []string, requireStable bool, member *fetchMember) wire.Reply[offsetFetchAnswer] {
-	return askGroup(b, group, func(m *groupManager, reply func(offsetFetchAnswer)) {
+func (h *handlers) askOffsets(group string, topics map[string][]int32, order []string, requireStable bool, member *fetchMember) wire.Reply[offsetFetchAnswer] {
+	return ask(h, group, func(m *Manager, reply func(offsetFetchAnswer)) {
 		if member != nil {
 			if err := m.checkFetchMember(group, member.id, member.epoch); err != nil {
 				reply(offsetFetchAnswer{err: err})
@@ -64,7 +64,7 @@ func waitOffsets(ch wire.Reply[offsetFetchAnswer]) offsetFetchAnswer {
 	return ans
 }
 
-func handleOffsetFetch(b *Broker, r *wire.Request) any {
+func handleOffsetFetch(h *handlers, r *wire.Request) any {
 	req := r.Req.(*kmsg.OffsetFetchRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if r.Version >= 8 {
@@ -81,21 +81,21 @@ func handleOffsetFetch(b *Broker, r *wire.Request) any {
 					topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
 				}
 			}
-			if b.groupDenied(r, kmsg.ACLOperationDescribe, g.Group) {
+			if h.groupDenied(r, kmsg.ACLOperationDescribe, g.Group) {
 				continue // answered GROUP_AUTHORIZATION_FAILED below
 			}
 			var member *fetchMember
 			if r.Version >= 9 && g.MemberID != nil {
 				member = &fetchMember{id: *g.MemberID, epoch: g.MemberEpoch}
 			}
-			chans[i] = b.askOffsets(g.Group, topics, order, req.RequireStable, member)
+			chans[i] = h.askOffsets(g.Group, topics, order, req.RequireStable, member)
 		}
 		return wire.Deferred(func() any {
 			for i, g := range req.Groups {
 				ans := waitOffsets(chans[i])
 				rg := kmsg.NewOffsetFetchResponseGroup()
 				rg.Group = g.Group
-				if !chans[i].Posted() && b.groupDenied(r, kmsg.ACLOperationDescribe, g.Group) {
+				if !chans[i].Posted() && h.groupDenied(r, kmsg.ACLOperationDescribe, g.Group) {
 					rg.ErrorCode = kerr.GroupAuthorizationFailed.Code
 					resp.Groups = append(resp.Groups, rg)
 					continue
@@ -133,10 +133,10 @@ func handleOffsetFetch(b *Broker, r *wire.Request) any {
 			topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
 		}
 	}
-	if b.groupDenied(r, kmsg.ACLOperationDescribe, req.Group) {
-		return offsetFetchGroupDenied(req, resp) // authorizer_checks.go
+	if h.groupDenied(r, kmsg.ACLOperationDescribe, req.Group) {
+		return offsetFetchGroupDenied(req, resp)
 	}
-	ch := b.askOffsets(req.Group, topics, order, r.Version >= 7 && req.RequireStable, nil)
+	ch := h.askOffsets(req.Group, topics, order, r.Version >= 7 && req.RequireStable, nil)
 	return wire.Deferred(func() any {
 		ans := waitOffsets(ch)
 		if ans.err != nil {
@@ -160,4 +160,23 @@ func handleOffsetFetch(b *Broker, r *wire.Request) any {
 		}
 		return resp
 	})
+}
+
+// offsetFetchGroupDenied answers an OffsetFetch v0-v7 whose principal may
+// not DESCRIBE the group: GROUP_AUTHORIZATION_FAILED at the top (v2+) and on
+// every requested partition, as Kafka's getErrorResponse.
+func offsetFetchGroupDenied(req *kmsg.OffsetFetchRequest, resp *kmsg.OffsetFetchResponse) kmsg.Response {
+	resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetFetchResponseTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch = p, -1, -1
+			rp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
 }

@@ -1,7 +1,7 @@
-package appliance
+package group
 
-// Script tests of the group state machine (group_state.go) with a fake
-// clock. Each file in testdata/group/ is a list of blocks:
+// Script tests of the group state machine (state.go) with a fake
+// clock. Each file in testdata/ is a list of blocks:
 //
 //	command arg=value ...
 //	----
@@ -38,7 +38,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite testdata/group expected output")
+var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.txt expected output")
 
 type fakeTimer struct {
 	when    time.Time
@@ -47,9 +47,9 @@ type fakeTimer struct {
 	stopped bool
 }
 
-func (t *fakeTimer) stop() { t.stopped = true }
+func (t *fakeTimer) Stop() { t.stopped = true }
 
-// fakeGroupEnv is a groupEnv with a manual clock and an in-memory log.
+// fakeGroupEnv is a Env with a manual clock and an in-memory log.
 type fakeGroupEnv struct {
 	t       time.Time
 	timers  []*fakeTimer
@@ -66,7 +66,7 @@ type fakeGroupEnv struct {
 	persistErr error
 }
 
-func (e *fakeGroupEnv) post(fn func()) {
+func (e *fakeGroupEnv) Post(fn func()) {
 	if !e.queue {
 		fn()
 		return
@@ -83,25 +83,25 @@ func (e *fakeGroupEnv) drain() {
 	}
 }
 
-func (e *fakeGroupEnv) warn(msg string, args ...any) {
+func (e *fakeGroupEnv) Warn(msg string, args ...any) {
 	e.warnings = append(e.warnings, fmt.Sprint(append([]any{msg}, args...)...))
 }
 
-func (e *fakeGroupEnv) now() time.Time { return e.t }
+func (e *fakeGroupEnv) Now() time.Time { return e.t }
 
-func (e *fakeGroupEnv) afterFunc(d time.Duration, fn func()) groupTimer {
+func (e *fakeGroupEnv) AfterFunc(d time.Duration, fn func()) Timer {
 	e.seq++
 	t := &fakeTimer{when: e.t.Add(d), seq: e.seq, fn: fn}
 	e.timers = append(e.timers, t)
 	return t
 }
 
-func (e *fakeGroupEnv) newMemberID(clientID string) string {
+func (e *fakeGroupEnv) NewMemberID(clientID string) string {
 	e.ids[clientID]++
 	return fmt.Sprintf("%s-%d", clientID, e.ids[clientID])
 }
 
-func (e *fakeGroupEnv) persist(recs []kmsg.Record, done func(error)) {
+func (e *fakeGroupEnv) Persist(recs []kmsg.Record, done func(error)) {
 	if e.persistErr != nil {
 		done(e.persistErr)
 		return
@@ -188,7 +188,7 @@ func (e *fakeGroupEnv) joinDone(label string) func(joinResult) {
 	}
 }
 
-func runGroupCommand(e *fakeGroupEnv, m **groupManager, line string) {
+func runGroupCommand(e *fakeGroupEnv, m **Manager, line string) {
 	fields := strings.Fields(line)
 	cmd, a := fields[0], parseArgs(fields[1:])
 	groupID := a["group"]
@@ -283,20 +283,20 @@ func runGroupCommand(e *fakeGroupEnv, m **groupManager, line string) {
 	case "advance":
 		e.advance(msOr(fields[1], 0))
 	case "expire":
-		(*m).expireOffsets()
+		(*m).ExpireOffsets()
 	case "reload":
 		// Replay what was persisted into a fresh manager (a broker restart).
-		nm := newGroupManager(e, (*m).cfg)
+		nm := NewManager(e, (*m).cfg)
 		for _, r := range e.records {
-			if err := nm.loadRecord(r.Key, r.Value); err != nil {
+			if err := nm.LoadRecord(r.Key, r.Value); err != nil {
 				fmt.Fprintf(e.out, "reload: %v\n", err)
 			}
 		}
-		nm.finishLoad()
+		nm.FinishLoad()
 		for _, t := range e.timers {
 			t.stopped = true // the old manager's timers die with it
 		}
-		nm.finishLoad()
+		nm.FinishLoad()
 		*m = nm
 	case "state":
 		g := (*m).groups[groupID]
@@ -332,9 +332,9 @@ func runGroupCommand(e *fakeGroupEnv, m **groupManager, line string) {
 }
 
 func TestGroupScripts(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "group", "*.txt"))
+	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no scripts in testdata/group: %v", err)
+		t.Fatalf("no scripts in testdata: %v", err)
 	}
 	for _, path := range files {
 		t.Run(filepath.Base(path), func(t *testing.T) {
@@ -344,9 +344,9 @@ func TestGroupScripts(t *testing.T) {
 			}
 			out := &strings.Builder{}
 			env := &fakeGroupEnv{t: time.UnixMilli(1_700_000_000_000), ids: map[string]int{}, out: out}
-			cfg := defaultGroupConfig()
+			cfg := DefaultConfig()
 			cfg.initialRebalanceDelay = 0
-			m := newGroupManager(env, cfg)
+			m := NewManager(env, cfg)
 			var rewritten strings.Builder
 			blocks := strings.Split(strings.TrimSpace(string(raw)), "\n\n")
 			for _, blk := range blocks {
@@ -402,8 +402,8 @@ func TestGroupPartition(t *testing.T) {
 		if h := javaStringHashCode(tc.id); h != tc.hash {
 			t.Errorf("javaStringHashCode(%q) = %d, want %d", tc.id, h, tc.hash)
 		}
-		if p := groupPartition(tc.id, 50); p != tc.part {
-			t.Errorf("groupPartition(%q, 50) = %d, want %d", tc.id, p, tc.part)
+		if p := PartitionFor(tc.id, 50); p != tc.part {
+			t.Errorf("PartitionFor(%q, 50) = %d, want %d", tc.id, p, tc.part)
 		}
 	}
 }

@@ -1,6 +1,6 @@
-package appliance
+package group
 
-// Committed offsets and the group admin operations of a groupManager, and
+// Committed offsets and the group admin operations of a Manager, and
 // the __consumer_offsets record schemas: OffsetCommitKey v1 with
 // OffsetCommitValue v3, GroupMetadataKey v2 with GroupMetadataValue v3
 // (Kafka's own schemas, so the log reads like Kafka's); a key with a null
@@ -97,7 +97,7 @@ type offsetCommitArgs struct {
 
 // commitOffsets handles an OffsetCommit; done gets one error per item
 // (nil when committed), after the records are durable.
-func (m *groupManager) commitOffsets(a offsetCommitArgs, done func([]*kerr.Error)) {
+func (m *Manager) commitOffsets(a offsetCommitArgs, done func([]*kerr.Error)) {
 	all := func(err *kerr.Error) {
 		out := make([]*kerr.Error, len(a.items))
 		for i := range out {
@@ -161,7 +161,7 @@ func (m *groupManager) commitOffsets(a offsetCommitArgs, done func([]*kerr.Error
 		}
 	}
 	out := make([]*kerr.Error, len(a.items))
-	now := m.env.now().UnixMilli()
+	now := m.env.Now().UnixMilli()
 	var recs []kmsg.Record
 	var ok []int
 	var vals []groupOffset
@@ -185,7 +185,7 @@ func (m *groupManager) commitOffsets(a offsetCommitArgs, done func([]*kerr.Error
 		done(out)
 		return
 	}
-	m.env.persist(recs, func(err error) {
+	m.env.Persist(recs, func(err error) {
 		if err != nil {
 			for _, i := range ok {
 				out[i] = kerr.NotCoordinator
@@ -212,12 +212,12 @@ type fetchedOffset struct {
 	offset      int64
 	leaderEpoch int32
 	metadata    string
-	err         *kerr.Error // UNSTABLE_OFFSET_COMMIT under require_stable (group_txn.go)
+	err         *kerr.Error // UNSTABLE_OFFSET_COMMIT under require_stable (txn_offsets.go)
 }
 
 // fetchOffsets answers an OffsetFetch for one group; topics nil means every
 // committed partition. Unknown groups and partitions give offset -1.
-func (m *groupManager) fetchOffsets(groupID string, topics map[string][]int32, order []string) []fetchedOffset {
+func (m *Manager) fetchOffsets(groupID string, topics map[string][]int32, order []string) []fetchedOffset {
 	g := m.groups[groupID]
 	var out []fetchedOffset
 	if topics == nil {
@@ -251,7 +251,7 @@ func (m *groupManager) fetchOffsets(groupID string, topics map[string][]int32, o
 
 // checkFetchMember validates the member of an OffsetFetch v9 against a
 // consumer-protocol group; other groups are not checked.
-func (m *groupManager) checkFetchMember(groupID, memberID string, epoch int32) *kerr.Error {
+func (m *Manager) checkFetchMember(groupID, memberID string, epoch int32) *kerr.Error {
 	g := m.groups[groupID]
 	if g == nil || g.cg == nil || (memberID == "" && epoch < 0) {
 		return nil
@@ -271,7 +271,7 @@ type memberSummary struct {
 	metadata, assignment                 []byte
 }
 
-func (m *groupManager) describe(groupID string) groupSummary {
+func (m *Manager) describe(groupID string) groupSummary {
 	if m.isShareGroup(groupID) {
 		// A share group (KIP-932) is not a classic group either.
 		return groupSummary{id: groupID, state: groupDead.String(), groupType: "share"}
@@ -300,7 +300,7 @@ func (m *groupManager) describe(groupID string) groupSummary {
 	return s
 }
 
-func (m *groupManager) list() []groupSummary {
+func (m *Manager) list() []groupSummary {
 	var out []groupSummary
 	for _, g := range m.groups {
 		if g.state == groupDead {
@@ -316,7 +316,7 @@ func (m *groupManager) list() []groupSummary {
 }
 
 // deleteGroup handles one group of a DeleteGroups.
-func (m *groupManager) deleteGroup(groupID string, done func(*kerr.Error)) {
+func (m *Manager) deleteGroup(groupID string, done func(*kerr.Error)) {
 	g := m.groups[groupID]
 	switch {
 	case groupID == "":
@@ -332,7 +332,7 @@ func (m *groupManager) deleteGroup(groupID string, done func(*kerr.Error)) {
 	recs := m.tombstones(g, nil)
 	recs = append(recs, groupTombstones(g)...)
 	m.transition(g, groupDead)
-	m.env.persist(recs, func(err error) {
+	m.env.Persist(recs, func(err error) {
 		if err != nil {
 			m.transition(g, groupEmpty)
 			done(kerr.CoordinatorNotAvailable)
@@ -356,7 +356,7 @@ func groupTombstones(g *group) []kmsg.Record {
 }
 
 // tombstones deletes the offsets of g for which keep returns false (all when keep is nil).
-func (m *groupManager) tombstones(g *group, del func(groupTP) bool) []kmsg.Record {
+func (m *Manager) tombstones(g *group, del func(groupTP) bool) []kmsg.Record {
 	var tps []groupTP
 	for tp := range g.offsets {
 		if del == nil || del(tp) {
@@ -401,7 +401,7 @@ func (g *group) subscribedTopics() (map[string]bool, bool) {
 
 // deleteOffsets handles an OffsetDelete: a group error, or one error per
 // partition.
-func (m *groupManager) deleteOffsets(groupID string, tps []groupTP, done func(*kerr.Error, []*kerr.Error)) {
+func (m *Manager) deleteOffsets(groupID string, tps []groupTP, done func(*kerr.Error, []*kerr.Error)) {
 	g := m.groups[groupID]
 	switch {
 	case groupID == "":
@@ -436,7 +436,7 @@ func (m *groupManager) deleteOffsets(groupID string, tps []groupTP, done func(*k
 		return
 	}
 	recs := m.tombstones(g, func(tp groupTP) bool { return del[tp] })
-	m.env.persist(recs, func(err error) {
+	m.env.Persist(recs, func(err error) {
 		if err != nil {
 			done(kerr.CoordinatorNotAvailable, nil)
 			return
@@ -448,12 +448,12 @@ func (m *groupManager) deleteOffsets(groupID string, tps []groupTP, done func(*k
 	})
 }
 
-// expireOffsets drops the offsets of Empty groups older than
+// ExpireOffsets drops the offsets of Empty groups older than
 // offsets.retention.minutes (from the time the group became empty for
 // consumer groups, from the commit for standalone ones), and then removes
 // Empty groups left without offsets.
-func (m *groupManager) expireOffsets() {
-	now := m.env.now()
+func (m *Manager) ExpireOffsets() {
+	now := m.env.Now()
 	nowMs := now.UnixMilli()
 	ret := m.cfg.offsetsRetention.Milliseconds()
 	ids := make([]string, 0, len(m.groups))
@@ -494,15 +494,15 @@ func (m *groupManager) expireOffsets() {
 			m.transition(g, groupDead)
 			delete(m.groups, id)
 		}
-		m.env.persist(recs, func(error) {})
+		m.env.Persist(recs, func(error) {})
 	}
 }
 
-// dropTopicOffsets deletes every group's committed offsets of a deleted
+// DropTopicOffsets deletes every group's committed offsets of a deleted
 // topic, as Kafka's coordinator does when partitions are deleted, so a
 // topic created again with the same name does not resume from them. An
 // Empty group left without offsets is removed.
-func (m *groupManager) dropTopicOffsets(topic string) {
+func (m *Manager) DropTopicOffsets(topic string) {
 	ids := make([]string, 0, len(m.groups))
 	for id := range m.groups {
 		ids = append(ids, id)
@@ -529,12 +529,12 @@ func (m *groupManager) dropTopicOffsets(topic string) {
 		}
 	}
 	if len(recs) > 0 {
-		m.env.persist(recs, func(error) {})
+		m.env.Persist(recs, func(error) {})
 	}
 }
 
-// loadRecord applies one record replayed from the partition's log.
-func (m *groupManager) loadRecord(key, value []byte) error {
+// LoadRecord applies one record replayed from the partition's log.
+func (m *Manager) LoadRecord(key, value []byte) error {
 	if len(key) < 2 {
 		return fmt.Errorf("cannot read __consumer_offsets key of %d bytes", len(key))
 	}
@@ -654,9 +654,9 @@ func (m *groupManager) loadRecord(key, value []byte) error {
 	return nil
 }
 
-// finishLoad starts the session timers of the loaded members: a member that
+// FinishLoad starts the session timers of the loaded members: a member that
 // does not heartbeat within its session timeout after a restart is removed.
-func (m *groupManager) finishLoad() {
+func (m *Manager) FinishLoad() {
 	for _, g := range m.groups {
 		for _, mem := range g.sortedMembers() {
 			m.scheduleHeartbeat(g, mem, mem.sessionTimeout)

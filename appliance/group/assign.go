@@ -1,4 +1,4 @@
-package appliance
+package group
 
 // The server-side assignors of KIP-848 consumer groups, selected by the
 // ServerAssignor field of ConsumerGroupHeartbeat among those named in

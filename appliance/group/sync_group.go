@@ -1,4 +1,4 @@
-package appliance
+package group
 
 // SyncGroup (key 14), v0-v5.
 //
@@ -17,7 +17,7 @@ import (
 
 var syncGroupAPI = apiDef{key: 14, min: 0, max: 5, handle: handleSyncGroup}
 
-func handleSyncGroup(b *Broker, r *wire.Request) any {
+func handleSyncGroup(h *handlers, r *wire.Request) any {
 	req := r.Req.(*kmsg.SyncGroupRequest)
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
 	a := syncArgs{group: req.Group, memberID: req.MemberID, generation: req.Generation, assignments: map[string][]byte{}}
@@ -42,10 +42,10 @@ func handleSyncGroup(b *Broker, r *wire.Request) any {
 		}
 		return resp
 	}
-	if b.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
+	if h.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
 		return fill(syncResult{err: kerr.GroupAuthorizationFailed})
 	}
-	ch := askGroup(b, req.Group, func(m *groupManager, reply func(syncResult)) {
+	ch := ask(h, req.Group, func(m *Manager, reply func(syncResult)) {
 		m.sync(a, reply)
 	})
 	if !ch.Posted() {

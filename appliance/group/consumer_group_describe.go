@@ -1,4 +1,4 @@
-package appliance
+package group
 
 // ConsumerGroupDescribe (key 69), v0-v1 (KIP-848).
 //
@@ -19,19 +19,19 @@ import (
 
 var consumerGroupDescribeAPI = apiDef{key: 69, min: 0, max: 1, handle: handleConsumerGroupDescribe}
 
-func handleConsumerGroupDescribe(b *Broker, r *wire.Request) any {
+func handleConsumerGroupDescribe(h *handlers, r *wire.Request) any {
 	req := r.Req.(*kmsg.ConsumerGroupDescribeRequest)
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
 	chans := make([]wire.Reply[cgSummary], len(req.Groups))
-	enabled := b.groups != nil && b.groups.cfg.consumerProtocol
+	enabled := h.coord() != nil && h.coord().cfg.consumerProtocol
 	for i, g := range req.Groups {
-		if g == "" || !enabled || b.groupDenied(r, kmsg.ACLOperationDescribe, g) {
+		if g == "" || !enabled || h.groupDenied(r, kmsg.ACLOperationDescribe, g) {
 			continue
 		}
-		chans[i] = askGroup(b, g, func(m *groupManager, reply func(cgSummary)) { reply(m.describeConsumer(g)) })
+		chans[i] = ask(h, g, func(m *Manager, reply func(cgSummary)) { reply(m.describeConsumer(g)) })
 	}
 	return wire.Deferred(func() any {
-		im := b.currentImage()
+		im := h.image()
 		assignment := func(s partSet) kmsg.Assignment {
 			out := kmsg.NewAssignment()
 			out.TopicPartitions = []kmsg.AssignmentTopicPartition{}
@@ -39,8 +39,8 @@ func handleConsumerGroupDescribe(b *Broker, r *wire.Request) any {
 			for _, id := range ids {
 				tp := kmsg.NewAssignmentTopicPartition()
 				tp.TopicID = id
-				if t := im.TopicsByID[id]; t != nil {
-					tp.Topic = t.Name
+				if name, _, ok := im.TopicByID(id); ok {
+					tp.Topic = name
 				}
 				tp.Partitions = parts[id]
 				out.TopicPartitions = append(out.TopicPartitions, tp)
@@ -60,7 +60,7 @@ func handleConsumerGroupDescribe(b *Broker, r *wire.Request) any {
 				dg.ErrorCode = kerr.UnsupportedVersion.Code
 				resp.Groups = append(resp.Groups, dg)
 				continue
-			case b.groupDenied(r, kmsg.ACLOperationDescribe, id):
+			case h.groupDenied(r, kmsg.ACLOperationDescribe, id):
 				dg.ErrorCode = kerr.GroupAuthorizationFailed.Code
 				resp.Groups = append(resp.Groups, dg)
 				continue

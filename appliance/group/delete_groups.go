@@ -1,4 +1,4 @@
-package appliance
+package group
 
 // DeleteGroups (key 42), v0-v2.
 //
@@ -7,7 +7,7 @@ package appliance
 // A group with members answers NON_EMPTY_GROUP, an unknown one
 // GROUP_ID_NOT_FOUND. Share groups (KIP-932) are deleted the same way when
 // they have no members, with their share-partition states
-// (share_group.go). A group's GROUP config resource (share_config.go) is
+// (ShareGroups.DeleteShareGroup). A group's GROUP config resource is
 // kept, as in Kafka, where group configs live in the metadata log and
 // DeleteGroups does not remove them.
 
@@ -19,16 +19,16 @@ import (
 
 var deleteGroupsAPI = apiDef{key: 42, min: 0, max: 2, handle: handleDeleteGroups}
 
-func handleDeleteGroups(b *Broker, r *wire.Request) any {
+func handleDeleteGroups(h *handlers, r *wire.Request) any {
 	req := r.Req.(*kmsg.DeleteGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	chans := make([]wire.Reply[*kerr.Error], len(req.Groups))
 	for i, g := range req.Groups {
-		if b.groupDenied(r, kmsg.ACLOperationDelete, g) {
+		if h.groupDenied(r, kmsg.ACLOperationDelete, g) {
 			continue // answered GROUP_AUTHORIZATION_FAILED below
 		}
-		chans[i] = askGroup(b, g, func(m *groupManager, reply func(*kerr.Error)) {
-			if b.deleteShareGroup(g, reply) {
+		chans[i] = ask(h, g, func(m *Manager, reply func(*kerr.Error)) {
+			if m.share != nil && m.share.DeleteShareGroup(g, reply) {
 				return
 			}
 			m.deleteGroup(g, reply)
@@ -40,7 +40,7 @@ func handleDeleteGroups(b *Broker, r *wire.Request) any {
 			dg.Group = id
 			err, ok := chans[i].Wait()
 			switch {
-			case b.groupDenied(r, kmsg.ACLOperationDelete, id):
+			case h.groupDenied(r, kmsg.ACLOperationDelete, id):
 				dg.ErrorCode = kerr.GroupAuthorizationFailed.Code
 			case !ok:
 				dg.ErrorCode = kerr.CoordinatorNotAvailable.Code

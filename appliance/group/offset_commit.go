@@ -1,4 +1,4 @@
-package appliance
+package group
 
 // OffsetCommit (key 8), v0-v9.
 //
@@ -28,10 +28,10 @@ import (
 
 var offsetCommitAPI = apiDef{key: 8, min: 0, max: 9, handle: handleOffsetCommit}
 
-func handleOffsetCommit(b *Broker, r *wire.Request) any {
+func handleOffsetCommit(h *handlers, r *wire.Request) any {
 	req := r.Req.(*kmsg.OffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	im := b.currentImage()
+	im := h.image()
 	a := offsetCommitArgs{group: req.Group, memberID: req.MemberID, generation: req.Generation}
 	if r.Version == 0 {
 		a.generation, a.memberID = -1, ""
@@ -45,16 +45,16 @@ func handleOffsetCommit(b *Broker, r *wire.Request) any {
 	for ti, t := range req.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
-		topic := im.Topics[t.Topic]
-		groupDenied := b.groupDenied(r, kmsg.ACLOperationRead, req.Group)
+		_, partitions, known := im.Topic(t.Topic)
+		groupDenied := h.groupDenied(r, kmsg.ACLOperationRead, req.Group)
 		for pi, p := range t.Partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
 			if groupDenied {
 				rp.ErrorCode = kerr.GroupAuthorizationFailed.Code
-			} else if b.topicDenied(r, kmsg.ACLOperationRead, t.Topic) {
+			} else if h.topicDenied(r, kmsg.ACLOperationRead, t.Topic) {
 				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
-			} else if topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions) {
+			} else if !known || p.Partition < 0 || p.Partition >= partitions {
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
 				it := offsetCommitItem{topic: t.Topic, partition: p.Partition, offset: p.Offset, leaderEpoch: -1, expireTime: -1}
@@ -64,8 +64,8 @@ func handleOffsetCommit(b *Broker, r *wire.Request) any {
 				if p.Metadata != nil {
 					it.metadata = *p.Metadata
 				}
-				if r.Version == 1 && p.Timestamp > 0 {
-					it.expireTime = p.Timestamp + b.groups.cfg.offsetsRetention.Milliseconds()
+				if c := h.coord(); c != nil && r.Version == 1 && p.Timestamp > 0 {
+					it.expireTime = p.Timestamp + c.cfg.offsetsRetention.Milliseconds()
 				}
 				if r.Version >= 2 && r.Version <= 4 && req.RetentionTimeMillis > 0 {
 					it.expireTime = now + req.RetentionTimeMillis
@@ -95,7 +95,7 @@ func handleOffsetCommit(b *Broker, r *wire.Request) any {
 	if len(a.items) == 0 {
 		return resp
 	}
-	ch := askGroup(b, req.Group, func(m *groupManager, reply func([]*kerr.Error)) {
+	ch := ask(h, req.Group, func(m *Manager, reply func([]*kerr.Error)) {
 		m.commitOffsets(a, reply)
 	})
 	if !ch.Posted() {

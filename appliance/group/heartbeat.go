@@ -1,4 +1,4 @@
-package appliance
+package group
 
 // Heartbeat (key 12), v0-v4.
 //
@@ -14,18 +14,18 @@ import (
 
 var heartbeatAPI = apiDef{key: 12, min: 0, max: 4, handle: handleHeartbeat}
 
-func handleHeartbeat(b *Broker, r *wire.Request) any {
+func handleHeartbeat(h *handlers, r *wire.Request) any {
 	req := r.Req.(*kmsg.HeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
 	instance := ""
 	if req.InstanceID != nil {
 		instance = *req.InstanceID
 	}
-	if b.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
+	if h.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp
 	}
-	ch := askGroup(b, req.Group, func(m *groupManager, reply func(*kerr.Error)) {
+	ch := ask(h, req.Group, func(m *Manager, reply func(*kerr.Error)) {
 		reply(m.heartbeat(req.Group, req.MemberID, instance, req.Generation))
 	})
 	if !ch.Posted() {

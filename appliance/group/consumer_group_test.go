@@ -1,9 +1,10 @@
-package appliance
+package group
 
 // Tests of the KIP-848 consumer group state machine (consumer_group.go)
-// driven through groupManager with the fake clock and log of group_test.go.
+// driven through Manager with the fake clock and log of group_test.go.
 
 import (
+	"crypto/rand"
 	"fmt"
 	"strings"
 	"testing"
@@ -13,17 +14,57 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// cgHarness drives one groupManager with a metadata image of its own.
+// cgHarness drives one Manager with a metadata image of its own.
 type cgHarness struct {
 	t   *testing.T
 	env *fakeGroupEnv
-	m   *groupManager
-	im  *Image
+	m   *Manager
+	im  *testImage
+}
+
+// testImage is an Image of topics only.
+type testImage struct {
+	offset int64
+	topics map[string]testTopic
+}
+
+type testTopic struct {
+	id         TopicID
+	partitions int32
+}
+
+func (im *testImage) Offset() int64 { return im.offset }
+
+func (im *testImage) Topic(name string) (TopicID, int32, bool) {
+	t, ok := im.topics[name]
+	return t.id, t.partitions, ok
+}
+
+func (im *testImage) TopicByID(id TopicID) (string, int32, bool) {
+	for n, t := range im.topics {
+		if t.id == id {
+			return n, t.partitions, true
+		}
+	}
+	return "", 0, false
+}
+
+func (im *testImage) EachTopic(fn func(name string)) {
+	for n := range im.topics {
+		fn(n)
+	}
+}
+
+// testTopicID is a random topic id.
+func testTopicID() TopicID {
+	var id TopicID
+	_, _ = rand.Read(id[:])
+	return id
 }
 
 func newCGHarness(t *testing.T, topics map[string]int) *cgHarness {
 	env := &fakeGroupEnv{t: time.UnixMilli(1_700_000_000_000), ids: map[string]int{}, out: &strings.Builder{}}
-	h := &cgHarness{t: t, env: env, m: newGroupManager(env, defaultGroupConfig()), im: emptyImage()}
+	h := &cgHarness{t: t, env: env, m: NewManager(env, DefaultConfig()), im: &testImage{offset: -1, topics: map[string]testTopic{}}}
 	for name, n := range topics {
 		h.addTopic(name, n)
 	}
@@ -32,27 +73,23 @@ func newCGHarness(t *testing.T, topics map[string]int) *cgHarness {
 
 // addTopic adds (or grows) a topic in a new image.
 func (h *cgHarness) addTopic(name string, partitions int) {
-	im := &Image{Offset: h.im.Offset + 1, Topics: map[string]*TopicImage{}, TopicsByID: map[TopicID]*TopicImage{}}
-	for n, t := range h.im.Topics {
-		im.Topics[n], im.TopicsByID[t.ID] = t, t
+	im := &testImage{offset: h.im.offset + 1, topics: map[string]testTopic{}}
+	for n, t := range h.im.topics {
+		im.topics[n] = t
 	}
-	id := newTopicID()
-	if old := im.Topics[name]; old != nil {
-		id = old.ID
+	id := testTopicID()
+	if old, ok := im.topics[name]; ok {
+		id = old.id
 	}
-	t := &TopicImage{Name: name, ID: id}
-	for p := 0; p < partitions; p++ {
-		t.Partitions = append(t.Partitions, PartitionImage{Partition: int32(p)})
-	}
-	im.Topics[name], im.TopicsByID[id] = t, t
+	im.topics[name] = testTopic{id: id, partitions: int32(partitions)}
 	h.im = im
 }
 
 func (h *cgHarness) removeTopic(name string) {
-	im := &Image{Offset: h.im.Offset + 1, Topics: map[string]*TopicImage{}, TopicsByID: map[TopicID]*TopicImage{}}
-	for n, t := range h.im.Topics {
+	im := &testImage{offset: h.im.offset + 1, topics: map[string]testTopic{}}
+	for n, t := range h.im.topics {
 		if n != name {
-			im.Topics[n], im.TopicsByID[t.ID] = t, t
+			im.topics[n] = t
 		}
 	}
 	h.im = im
@@ -85,7 +122,7 @@ func (h *cgHarness) join(member string, topics ...string) cgHeartbeatResult {
 func (h *cgHarness) names(s partSet) string {
 	var out []string
 	for _, tp := range s.sorted() {
-		out = append(out, fmt.Sprintf("%s:%d", h.im.TopicsByID[tp.topic].Name, tp.partition))
+		out = append(out, fmt.Sprintf("%s:%d", h.im.nameOf(tp.topic), tp.partition))
 	}
 	return strings.Join(out, ",")
 }
@@ -97,7 +134,7 @@ func (h *cgHarness) tps(spec string) partSet {
 	}
 	for _, f := range strings.Split(spec, ",") {
 		name, p, _ := strings.Cut(f, ":")
-		out[tpID{h.im.Topics[name].ID, int32(atoiOr(p, 0))}] = true
+		out[tpID{h.im.idOf(name), int32(atoiOr(p, 0))}] = true
 	}
 	return out
 }
@@ -158,7 +195,7 @@ func TestConsumerGroupJoinRevokeThenAssign(t *testing.T) {
 	commit := func(member string, epoch int32, tp tpID) *kerr.Error {
 		var out []*kerr.Error
 		h.m.commitOffsets(offsetCommitArgs{group: "g", memberID: member, generation: epoch,
-			items: []offsetCommitItem{{topic: h.im.TopicsByID[tp.topic].Name, partition: tp.partition, offset: 1, leaderEpoch: -1, expireTime: -1}}},
+			items: []offsetCommitItem{{topic: h.im.nameOf(tp.topic), partition: tp.partition, offset: 1, leaderEpoch: -1, expireTime: -1}}},
 			func(e []*kerr.Error) { out = e })
 		return out[0]
 	}
@@ -387,7 +424,7 @@ func TestConsumerGroupRegexAndMetadataChanges(t *testing.T) {
 		t.Fatalf("after new topics: %s", h.names(r.assignment))
 	}
 	// Deleting a topic removes its partitions.
-	id := h.im.Topics["orders-v2"].ID
+	id := h.im.idOf("orders-v2")
 	h.removeTopic("orders-v2")
 	r = h.hb(cgHeartbeatArgs{memberID: "A", epoch: r.epoch, owned: r.assignment})
 	mustOK(t, r)
@@ -463,13 +500,13 @@ func TestConsumerGroupPersistAndReload(t *testing.T) {
 	}
 	mustOK(t, h.join("B", "t"))
 	// Replay the log into a new manager, as a restart does.
-	m2 := newGroupManager(h.env, defaultGroupConfig())
+	m2 := NewManager(h.env, DefaultConfig())
 	for _, r := range h.env.records {
-		if err := m2.loadRecord(r.Key, r.Value); err != nil {
+		if err := m2.LoadRecord(r.Key, r.Value); err != nil {
 			t.Fatal(err)
 		}
 	}
-	m2.finishLoad()
+	m2.FinishLoad()
 	g := m2.groups["g"]
 	if g == nil || g.cg == nil || g.cg.epoch != 2 || len(g.cg.members) != 0 {
 		t.Fatalf("reloaded group: %+v", g)
@@ -493,9 +530,9 @@ func TestConsumerGroupPersistAndReload(t *testing.T) {
 	if derr != nil {
 		t.Fatal(derr)
 	}
-	m3 := newGroupManager(h.env, defaultGroupConfig())
+	m3 := NewManager(h.env, DefaultConfig())
 	for _, r := range h.env.records {
-		if err := m3.loadRecord(r.Key, r.Value); err != nil {
+		if err := m3.LoadRecord(r.Key, r.Value); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -548,8 +585,8 @@ func FuzzReadConsumerGroupRecord(f *testing.F) {
 	f.Add([]byte{0, 3}, []byte(nil))
 	f.Fuzz(func(t *testing.T, key, value []byte) {
 		_, _, _ = readConsumerGroupRecord(key, value)
-		m := newGroupManager(&fakeGroupEnv{t: time.UnixMilli(0), ids: map[string]int{}, out: &strings.Builder{}}, defaultGroupConfig())
-		_ = m.loadRecord(append([]byte{0, 3}, key...), value)
+		m := NewManager(&fakeGroupEnv{t: time.UnixMilli(0), ids: map[string]int{}, out: &strings.Builder{}}, DefaultConfig())
+		_ = m.LoadRecord(append([]byte{0, 3}, key...), value)
 		if len(key) < 200 {
 			rec := consumerGroupRecord(string(key), int32(len(value)))
 			g, e, err := readConsumerGroupRecord(rec.Key, rec.Value)
@@ -564,11 +601,10 @@ func FuzzReadConsumerGroupRecord(f *testing.F) {
 // classic and consumer APIs refuse a share group's id.
 func TestShareGroupIDRefusedByOtherProtocols(t *testing.T) {
 	h := newCGHarness(t, map[string]int{"t": 1})
-	sm := newShareManager(h.env, h.m)
-	set := shareGroupSettings{sessionTimeout: 45 * time.Second}
-	if r := sm.heartbeat(shareHeartbeatArgs{group: "s", member: "a", memberEpoch: 0, topics: []string{"t"}, settings: set, im: h.im}); r.err != nil {
-		t.Fatalf("share join: %v", r.err)
-	}
+	// The share groups themselves live in appliance (shareManager); here a
+	// fake one holds share group "s" (appliance's
+	// TestShareGroupIDRefusedByOtherProtocols drives the real one).
+	h.m.SetShareGroups(fakeShareGroups{"s": "Stable"})
 	var jr joinResult
 	h.m.join(joinArgs{group: "s", clientID: "c", protocolType: "consumer", sessionTimeout: 10 * time.Second,
 		rebalanceTimeout: 10 * time.Second, protocols: []groupProtocol{{name: "range"}}}, func(r joinResult) { jr = r })
@@ -629,4 +665,33 @@ func TestConsumerGroupHugeGroupID(t *testing.T) {
 	if r = h.join("B", "t"); r.err != kerr.NotCoordinator {
 		t.Fatalf("join whose epoch record cannot be written now: %v, want NOT_COORDINATOR", r.err)
 	}
+}
+
+// nameOf is the name of the topic with id ("" when none).
+func (im *testImage) nameOf(id TopicID) string {
+	n, _, _ := im.TopicByID(id)
+	return n
+}
+
+// idOf is the id of the topic named name (zero when none).
+func (im *testImage) idOf(name string) TopicID { return im.topics[name].id }
+
+// fakeShareGroups is a ShareGroups of fixed groups (id to state).
+type fakeShareGroups map[string]string
+
+func (f fakeShareGroups) IsShareGroup(id string) bool { _, ok := f[id]; return ok }
+
+func (f fakeShareGroups) EachShareGroup(fn func(id, state string)) {
+	for id, st := range f {
+		fn(id, st)
+	}
+}
+
+func (f fakeShareGroups) DeleteShareGroup(id string, reply func(*kerr.Error)) bool {
+	if !f.IsShareGroup(id) {
+		return false
+	}
+	delete(f, id)
+	reply(nil)
+	return true
 }
