@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/metadata"
 	"github.com/ringbroker/ringbroker/appliance/quota"
 	"github.com/ringbroker/ringbroker/appliance/security"
 	"github.com/ringbroker/ringbroker/appliance/wire"
@@ -44,6 +45,9 @@ type Broker struct {
 	// lm opens, reconfigures and drops partitions from metadata deltas,
 	// and knows where each is placed (log_manager.go).
 	lm *logManager
+	// pub hands metadata deltas to the listeners: lm, then the group
+	// coordinator (publish.go).
+	pub metadata.Publisher
 
 	ctrlMu sync.Mutex // serialises metadata changes (the controller)
 	meta   *metadataLog
@@ -123,6 +127,8 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 	b := &Broker{cfg: cfg, log: logger, conns: map[*conn]struct{}{}, closing: make(chan struct{}), serveErr: make(chan error, 1)}
 	b.tailReads = cfg.LogIOTailReads
 	b.lm = newLogManager(b)
+	b.pub.Register(b.lm)
+	b.pub.Register(groupsListener{b})
 	b.authz = newAuthorizer(cfg, func() *ACLSet { return b.currentImage().ACLs })
 	b.apis = newAPITable(b)
 	b.metrics = newBrokerMetrics(b, b.apis)

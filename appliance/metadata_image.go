@@ -1,30 +1,23 @@
 package appliance
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"sort"
+
+	"github.com/ringbroker/ringbroker/appliance/metadata"
 )
 
-// TopicID is a topic's 16-byte UUID (KIP-516).
-type TopicID [16]byte
+// The topic values of the image are appliance/metadata's.
+type (
+	// TopicID is metadata.TopicID.
+	TopicID = metadata.TopicID
+	// PartitionImage is metadata.PartitionImage.
+	PartitionImage = metadata.PartitionImage
+	// TopicImage is metadata.TopicImage.
+	TopicImage = metadata.TopicImage
+)
 
-// String is Kafka's textual form: URL-safe base64 without padding.
-func (id TopicID) String() string { return base64.RawURLEncoding.EncodeToString(id[:]) }
-
-func newTopicID() TopicID {
-	for {
-		var id TopicID
-		if _, err := rand.Read(id[:]); err != nil {
-			panic(fmt.Sprintf("cannot read random bytes: %v", err))
-		}
-		// Kafka reserves the zero UUID and the "metadata topic" UUID (1).
-		if id != (TopicID{}) && id != (TopicID{15: 1}) {
-			return id
-		}
-	}
-}
+func newTopicID() TopicID { return metadata.NewTopicID() }
 
 // MetadataRecord is one entry of the __cluster_metadata log. Exactly one of
 // the pointer fields is set. It plays the role of KRaft's TopicRecord,
@@ -88,24 +81,6 @@ type ConfigRecord struct {
 // RemoveTopicRecord deletes a topic and its partitions.
 type RemoveTopicRecord struct {
 	ID TopicID `json:"id"`
-}
-
-// PartitionImage is one partition in the metadata image: values only (where
-// this node placed it, and its runtime state, are the log manager's).
-type PartitionImage struct {
-	Partition   int32
-	Replicas    []int32
-	ISR         []int32
-	Leader      int32
-	LeaderEpoch int32
-}
-
-// TopicImage is one topic in the metadata image. It is immutable.
-type TopicImage struct {
-	Name       string
-	ID         TopicID
-	Partitions []PartitionImage
-	Configs    map[string]string // overrides only
 }
 
 // Image is an immutable snapshot of the cluster metadata: the result of
