@@ -48,6 +48,11 @@ type Broker struct {
 	// pub hands metadata deltas to the listeners: lm, then the group
 	// coordinator (publish.go).
 	pub metadata.Publisher
+	// acls and quotaTab are the authorizer's ACL set and the quota table,
+	// built from the image's values when they change (security_glue.go,
+	// quota_enforce.go).
+	acls     aclCache
+	quotaTab quotaCache
 
 	ctrlMu sync.Mutex // serialises metadata changes (the controller)
 	meta   *metadataLog
@@ -129,7 +134,7 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 	b.lm = newLogManager(b)
 	b.pub.Register(b.lm)
 	b.pub.Register(groupsListener{b})
-	b.authz = newAuthorizer(cfg, func() *ACLSet { return b.currentImage().ACLs })
+	b.authz = newAuthorizer(cfg, func() *ACLSet { return b.acls.of(b.currentImage().ACLs) })
 	b.apis = newAPITable(b)
 	b.metrics = newBrokerMetrics(b, b.apis)
 	q, err := quota.NewManager(cfg.Props, b.metrics.set)

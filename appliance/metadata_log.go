@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/metadata"
 	"github.com/ringbroker/ringbroker/cluster/records"
 	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -216,10 +217,10 @@ func (m *metadataLog) replayBatches(im *Image, fn func(last int64, recs []Metada
 				if len(batch) == 0 {
 					return nil
 				}
-				pl := newRecordConverter(im)
+				pl := metadata.NewConverter(im)
 				recs := make([]MetadataRecord, 0, len(batch))
 				for _, rec := range batch {
-					if recs, err = pl.convert(recs, rec); err != nil {
+					if recs, err = pl.Convert(recs, rec); err != nil {
 						return fmt.Errorf("cannot replay metadata batch ending at offset %d: %w", last, err)
 					}
 				}
@@ -289,7 +290,7 @@ func (m *metadataLog) commit(im *Image, recs []MetadataRecord) (*Image, error) {
 func (m *metadataLog) append(im *Image, recs []MetadataRecord) (*Image, error) {
 	krecs := make([]kmsg.Record, len(recs))
 	for i, r := range recs {
-		br, err := toBinaryRecord(r)
+		br, err := metadata.ToBinary(r)
 		if err != nil {
 			return nil, err
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/metadata"
 	"github.com/ringbroker/ringbroker/cluster/records"
 	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -118,8 +119,8 @@ func encodeSnapshot(im *Image) ([]byte, error) {
 		base += int64(len(batch))
 		batch = batch[:0]
 	}
-	for _, r := range imageRecords(im) {
-		br, err := toBinaryRecord(r)
+	for _, r := range metadata.ImageRecords(im) {
+		br, err := metadata.ToBinary(r)
 		if err != nil {
 			return nil, err
 		}
@@ -235,10 +236,10 @@ func decodeSnapshot(raw []byte, end int64) (*Image, error) {
 	if len(recs) == 0 || inLast != 1 || recs[len(recs)-1].APIKey() != records.NoOpKey {
 		return nil, errTornSnapshot
 	}
-	pl := newRecordConverter(emptyImage())
+	pl := metadata.NewConverter(emptyImage())
 	var mrecs []MetadataRecord
 	for _, rec := range recs[:len(recs)-1] {
-		if mrecs, err = pl.convert(mrecs, rec); err != nil {
+		if mrecs, err = pl.Convert(mrecs, rec); err != nil {
 			return nil, err
 		}
 	}

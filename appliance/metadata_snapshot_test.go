@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/ringbroker/ringbroker/appliance/metadata"
 	"github.com/ringbroker/ringbroker/appliance/quota"
 	"github.com/ringbroker/ringbroker/appliance/security"
 	"github.com/ringbroker/ringbroker/cluster/records"
@@ -21,8 +22,8 @@ import (
 func imageBytes(t *testing.T, im *Image) []byte {
 	t.Helper()
 	var out []byte
-	for _, r := range imageRecords(im) {
-		br, err := toBinaryRecord(r)
+	for _, r := range metadata.ImageRecords(im) {
+		br, err := metadata.ToBinary(r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,11 +58,11 @@ func sameImage(t *testing.T, what string, got, want *Image) {
 		}
 		return out
 	}
-	acls := func(s *ACLSet) map[ACLID]ACLBinding {
+	acls := func(s *metadata.ACLBindings) map[ACLID]ACLBinding {
 		if s == nil {
 			return nil
 		}
-		ids, bs := s.Bindings()
+		ids, bs := s.All()
 		out := make(map[ACLID]ACLBinding, len(ids))
 		for i, id := range ids {
 			out[id] = bs[i]
@@ -78,9 +79,9 @@ func sameImage(t *testing.T, what string, got, want *Image) {
 		{"group configs", len(got.GroupConfigs), len(want.GroupConfigs)},
 		{"next producer id", got.NextProducerID, want.NextProducerID},
 		{"ACLs", gotACLs, wantACLs},
-		{"client quotas", got.clientQuotas, want.clientQuotas},
-		{"quota kinds", got.quotaKinds, want.quotaKinds},
-		{"SCRAM credentials", got.scram, want.scram},
+		{"client quotas", got.ClientQuotas.All(), want.ClientQuotas.All()},
+		{"quota kinds", buildQuotaTable(got.ClientQuotas).kinds, buildQuotaTable(want.ClientQuotas).kinds},
+		{"SCRAM credentials", got.Scram, want.Scram},
 	} {
 		if !reflect.DeepEqual(c.got, c.want) {
 			t.Fatalf("%s: %s differ:\n got %v\nwant %v", what, c.field, c.got, c.want)
@@ -111,7 +112,7 @@ func snapshotWorkload(t *testing.T, m *metadataLog, im *Image) *Image {
 		case 1:
 			commit(MetadataRecord{RemoveTopic: &RemoveTopicRecord{ID: prev}})
 		case 2:
-			commit(MetadataRecord{ACL: &AccessControlEntryRecord{ID: security.NewACLID(), ACLBinding: ACLBinding{ResourceType: int8(kmsg.ACLResourceTypeTopic),
+			commit(MetadataRecord{ACL: &AccessControlEntryRecord{ID: ACLID(security.NewACLID()), ACLBinding: ACLBinding{ResourceType: int8(kmsg.ACLResourceTypeTopic),
 				ResourceName: name, PatternType: 3, Principal: "User:u" + name, Host: "*", Operation: 3, Permission: int8(kmsg.ACLPermissionTypeAllow)}}})
 		case 3:
 			commit(MetadataRecord{ClientQuota: &ClientQuotaRecord{Entity: []ClientQuotaEntityPart{{Type: "user", Name: strp(name)}}, Key: quota.ProducerByteRate, Value: float64(i)}},
@@ -305,11 +306,11 @@ func TestMetadataPartitionChangeReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl := newRecordConverter(im)
+	pl := metadata.NewConverter(im)
 	ch := records.NewPartitionChangeRecord(records.UUID(id), 1)
 	ch.ISR = []int32{1, 2}
 	ch.Leader = 2
-	out, err := pl.convert(nil, ch)
+	out, err := pl.Convert(nil, ch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +321,7 @@ func TestMetadataPartitionChangeReplay(t *testing.T) {
 	// A second change in the same batch starts from the first.
 	ch2 := records.NewPartitionChangeRecord(records.UUID(id), 1)
 	ch2.Replicas = []int32{1, 2}
-	if out, err = pl.convert(out, ch2); err != nil {
+	if out, err = pl.Convert(out, ch2); err != nil {
 		t.Fatal(err)
 	}
 	if p := out[1].Partition; p.Leader != 2 || p.LeaderEpoch != 1 || !reflect.DeepEqual(p.ISR, []int32{1, 2}) || !reflect.DeepEqual(p.Replicas, []int32{1, 2}) {
@@ -330,7 +331,7 @@ func TestMetadataPartitionChangeReplay(t *testing.T) {
 	if err != nil || next.Topics["t"].Partitions[1].Leader != 2 {
 		t.Fatalf("apply: %v", err)
 	}
-	if _, err := pl.convert(nil, records.NewPartitionChangeRecord(records.UUID(id), 5)); err == nil {
+	if _, err := pl.Convert(nil, records.NewPartitionChangeRecord(records.UUID(id), 5)); err == nil {
 		t.Fatal("change of an unknown partition accepted")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/metadata"
 	"github.com/ringbroker/ringbroker/cluster/records"
 	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -142,7 +143,7 @@ func (m *metadataLog) upgradeMetadataLog(old *nvme.Log) error {
 					if err := json.Unmarshal(v, &mr); err != nil {
 						return fmt.Errorf("cannot decode JSON metadata record at offset %d: %w", offset, err)
 					}
-					br, err := toBinaryRecord(mr)
+					br, err := metadata.ToBinary(mr)
 					if err != nil {
 						return fmt.Errorf("cannot convert JSON metadata record at offset %d: %w", offset, err)
 					}

@@ -121,7 +121,7 @@ func checkFixtureImage(t *testing.T, im *Image) {
 		if im.ACLs == nil {
 			break
 		}
-		if _, ok := im.ACLs.Lookup(bd); !ok {
+		if _, ok := aclLookup(im, bd); !ok {
 			t.Errorf("ACL %+v missing", bd)
 		}
 	}
@@ -130,22 +130,22 @@ func checkFixtureImage(t *testing.T, im *Image) {
 		mech  int8
 		iters int32
 	}{{"alice", security.ScramSHA256, 4096}, {"bob", security.ScramSHA512, 8192}} {
-		c, ok := im.scram[u.name][u.mech]
+		c, ok := im.Scram[u.name][u.mech]
 		if !ok || c.Iterations != u.iters || len(c.Salt) == 0 || len(c.StoredKey) == 0 || len(c.ServerKey) == 0 {
 			t.Errorf("SCRAM credential of %s mechanism %d: %+v (present %v)", u.name, u.mech, c, ok)
 		}
 	}
-	if len(im.scram) != 2 {
-		t.Errorf("%d SCRAM users, want 2", len(im.scram))
+	if len(im.Scram) != 2 {
+		t.Errorf("%d SCRAM users, want 2", len(im.Scram))
 	}
-	if got := im.clientQuotas[quotaEntity{User: quota.Named("alice")}][quota.ProducerByteRate]; got != 1048576 {
+	if got := buildQuotaTable(im.ClientQuotas).vals[quotaEntity{User: quota.Named("alice")}][quota.ProducerByteRate]; got != 1048576 {
 		t.Errorf("alice's producer_byte_rate %v, want 1048576", got)
 	}
-	if got := im.clientQuotas[quotaEntity{ClientID: quota.Default()}][quota.ConsumerByteRate]; got != 2097152 {
+	if got := buildQuotaTable(im.ClientQuotas).vals[quotaEntity{ClientID: quota.Default()}][quota.ConsumerByteRate]; got != 2097152 {
 		t.Errorf("default client-id consumer_byte_rate %v, want 2097152", got)
 	}
-	if len(im.clientQuotas) != 2 || im.quotaKinds != quota.KindProduce|quota.KindFetch {
-		t.Errorf("client quotas %v, kinds %b", im.clientQuotas, im.quotaKinds)
+	if len(buildQuotaTable(im.ClientQuotas).vals) != 2 || buildQuotaTable(im.ClientQuotas).kinds != quota.KindProduce|quota.KindFetch {
+		t.Errorf("client quotas %v, kinds %b", buildQuotaTable(im.ClientQuotas).vals, buildQuotaTable(im.ClientQuotas).kinds)
 	}
 	if im.NextProducerID <= 0 {
 		t.Errorf("next producer id %d: the block taken is lost", im.NextProducerID)

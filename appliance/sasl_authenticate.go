@@ -65,7 +65,7 @@ func handleSaslAuthenticate(b *Broker, r *wire.Request) any {
 	}
 	if c.scram == nil {
 		c.scram = security.NewScramServer(mech, func(user string) (ScramCredential, bool) {
-			return b.currentImage().scramCredential(user, mech)
+			return scramCredential(b.currentImage(), user, mech)
 		}, b.scramFakeKey)
 	}
 	out, done, err := c.scram.Step(req.SASLAuthBytes)
