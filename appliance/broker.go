@@ -55,7 +55,7 @@ type Broker struct {
 	quotaTab quotaCache
 
 	ctrlMu sync.Mutex // serialises metadata changes (the controller)
-	meta   *metadataLog
+	meta   *metadata.Log
 
 	lsoMu sync.Mutex // guards the log-start-offset checkpoint file
 
@@ -180,7 +180,7 @@ func (b *Broker) Start() (err error) {
 		return err
 	}
 	b.probeStorage()
-	meta, im, err := openMetadataLogWith(b.cfg.LogDir, b.log, metadataLogOptions{SnapshotBytes: b.cfg.MetadataSnapshotBytes})
+	meta, im, err := metadata.OpenLog(b.cfg.LogDir, b.log, metadata.LogOptions{SnapshotBytes: b.cfg.MetadataSnapshotBytes, Checks: imageChecks{}})
 	if err != nil {
 		return err
 	}
@@ -294,7 +294,7 @@ func (b *Broker) Close() error {
 		err = b.closePartitions()
 		b.stopShards()
 		if b.meta != nil {
-			err = errors.Join(err, b.meta.close())
+			err = errors.Join(err, b.meta.Close())
 		}
 		b.unlockLogDir()
 		b.log.Info("ringbroker stopped", "uptime", time.Since(b.startedAt).Round(time.Millisecond).String())
@@ -346,7 +346,7 @@ func (b *Broker) abortStart() {
 	b.stopShards()
 	b.shards = nil // a Close after the failed Start finds nothing to stop twice
 	if b.meta != nil {
-		if err := b.meta.close(); err != nil {
+		if err := b.meta.Close(); err != nil {
 			b.log.Warn("closing the metadata log after a failed start", "err", err)
 		}
 		b.meta = nil

@@ -103,7 +103,7 @@ func (b *Broker) createTopic(spec TopicSpec, validateOnly bool) (*TopicImage, er
 	if err := b.makePartitionDirs(spec.Name, 0, spec.Partitions); err != nil {
 		return nil, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
 	}
-	next, err := b.meta.commit(im, recs)
+	next, err := b.meta.Commit(im, recs)
 	if err != nil {
 		b.removePartitionDirs(spec.Name, 0, spec.Partitions)
 		return nil, commitErr(err)
@@ -114,7 +114,7 @@ func (b *Broker) createTopic(spec TopicSpec, validateOnly bool) (*TopicImage, er
 		// are not served: the removal, published, drops what did open.
 		b.log.Error("cannot open partitions of new topic, removing it", "topic", spec.Name, "err", err)
 		undo := []MetadataRecord{{RemoveTopic: &RemoveTopicRecord{ID: t.ID}}}
-		if back, cerr := b.meta.commit(next, undo); cerr == nil {
+		if back, cerr := b.meta.Commit(next, undo); cerr == nil {
 			_ = b.publish(next, back)
 		} else {
 			// The metadata in force goes back to before the topic. The
@@ -123,7 +123,7 @@ func (b *Broker) createTopic(spec TopicSpec, validateOnly bool) (*TopicImage, er
 			// before that creates the topic (as Kafka's controller would
 			// have, its commit done).
 			b.log.Error("cannot remove the half-created topic from the metadata log; it is not served, and its removal is written when the metadata log takes writes again", "topic", spec.Name, "err", cerr)
-			b.meta.deferUndo(next.Offset, undo)
+			b.meta.DeferUndo(next.Offset, undo)
 			_ = b.publish(next, im)
 		}
 		return nil, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
@@ -196,7 +196,7 @@ func (b *Broker) deleteTopic(name string, id TopicID) (*TopicImage, error) {
 	if isInternalTopic(t.Name) {
 		return nil, fmt.Errorf("%w: internal topic %q cannot be deleted", kerr.InvalidTopicException, t.Name)
 	}
-	next, err := b.meta.commit(im, []MetadataRecord{{RemoveTopic: &RemoveTopicRecord{ID: t.ID}}})
+	next, err := b.meta.Commit(im, []MetadataRecord{{RemoveTopic: &RemoveTopicRecord{ID: t.ID}}})
 	if err != nil {
 		return nil, commitErr(err)
 	}
@@ -240,7 +240,7 @@ func (b *Broker) createPartitions(name string, count int32, validateOnly bool) e
 	if err := b.makePartitionDirs(name, have, count); err != nil {
 		return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
 	}
-	next, err := b.meta.commit(im, recs)
+	next, err := b.meta.Commit(im, recs)
 	if err != nil {
 		b.removePartitionDirs(name, have, count)
 		return commitErr(err)
@@ -309,7 +309,7 @@ func (b *Broker) alterTopicConfigsWith(name string, compute func(*TopicImage) ([
 	if validateOnly || len(recs) == 0 {
 		return nil
 	}
-	next, err := b.meta.commit(im, recs)
+	next, err := b.meta.Commit(im, recs)
 	if err != nil {
 		return commitErr(err)
 	}

@@ -3,7 +3,16 @@ package appliance
 // The metadata image and its records are appliance/metadata's; the names
 // below are the ones the rest of appliance uses for them.
 
-import "github.com/ringbroker/ringbroker/appliance/metadata"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ringbroker/ringbroker/appliance/metadata"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// metadataTopic is the metadata log's topic name.
+const metadataTopic = metadata.Topic
 
 type (
 	// TopicID is metadata.TopicID.
@@ -33,3 +42,13 @@ func newTopicID() TopicID { return metadata.NewTopicID() }
 // emptyImage is the empty image, validating the concepts' records with
 // their packages' rules (security_glue.go).
 func emptyImage() *Image { return metadata.NewImage(imageChecks{}) }
+
+// commitErr gives a failed commit its Kafka error code:
+// KAFKA_STORAGE_ERROR when the metadata log's storage failed, else
+// UNKNOWN_SERVER_ERROR.
+func commitErr(err error) error {
+	if errors.Is(err, metadata.ErrStorage) {
+		return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+	}
+	return fmt.Errorf("%w: %v", kerr.UnknownServerError, err)
+}

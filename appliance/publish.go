@@ -2,7 +2,7 @@ package appliance
 
 // The metadata publisher. A change reaches this node as committed records:
 // proposed by this node's controller (controller.go), replayed from the
-// metadata log at start (metadata_log.go), or, once the quorum exists,
+// metadata log at start (appliance/metadata/log.go), or, once the quorum exists,
 // replicated from its leader. Whatever the source, the records are applied
 // to the image in force (Image.Apply, values only), and the new image is
 // published here: the delta between the two goes to the listeners, which
@@ -46,7 +46,7 @@ func (b *Broker) applyCommitted(recs []MetadataRecord) error {
 	b.ctrlMu.Lock()
 	defer b.ctrlMu.Unlock()
 	im := b.currentImage()
-	next, err := b.meta.commit(im, recs)
+	next, err := b.meta.Commit(im, recs)
 	if err != nil {
 		return err
 	}

@@ -113,7 +113,7 @@ func (q quotaBroker) CommitClientQuotas(recs []*quota.ClientQuotaRecord) error {
 	b := q.b
 	b.ctrlMu.Lock()
 	defer b.ctrlMu.Unlock()
-	next, err := b.meta.commit(b.currentImage(), mrecs)
+	next, err := b.meta.Commit(b.currentImage(), mrecs)
 	if err != nil {
 		return commitErr(err)
 	}

@@ -19,7 +19,7 @@ func metaTestBroker(t *testing.T, dir string) *Broker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { meta.close() })
+	t.Cleanup(func() { meta.Close() })
 	b.meta = meta
 	b.image.Store(im)
 	return b
@@ -28,7 +28,7 @@ func metaTestBroker(t *testing.T, dir string) *Broker {
 // replayImage reopens the metadata log in dir as a restart does.
 func replayImage(t *testing.T, b *Broker, dir string) *Image {
 	t.Helper()
-	b.meta.close()
+	b.meta.Close()
 	meta, im, err := openMetadataLog(dir, b.log)
 	if err != nil {
 		t.Fatal(err)

@@ -141,7 +141,7 @@ func (s securityBroker) Change(propose func(cur security.View) []security.Record
 			mrecs[i].RemoveUserScramCredential = &c
 		}
 	}
-	next, err := b.meta.commit(im, mrecs)
+	next, err := b.meta.Commit(im, mrecs)
 	if err != nil {
 		return commitErr(err)
 	}

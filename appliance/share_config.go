@@ -181,7 +181,7 @@ func (b *Broker) alterGroupConfigs(group string, ops []kmsg.IncrementalAlterConf
 	}
 	b.ctrlMu.Lock()
 	defer b.ctrlMu.Unlock()
-	next, err := b.meta.commit(b.currentImage(), recs)
+	next, err := b.meta.Commit(b.currentImage(), recs)
 	if err != nil {
 		return commitErr(err)
 	}

@@ -8,9 +8,9 @@ import (
 // Record is one entry of the __cluster_metadata log. Exactly one of
 // the pointer fields is set. It plays the role of KRaft's TopicRecord,
 // PartitionRecord, ConfigRecord and RemoveTopicRecord. The log stores each
-// as a cluster/records binary record (toBinaryRecord, recordConverter); the JSON
+// as a cluster/records binary record (ToBinary, Converter); the JSON
 // tags are the format of logs written before, read once by the upgrade
-// (metadata_upgrade.go).
+// (upgrade.go).
 type Record struct {
 	Topic       *TopicRecord       `json:"topic,omitempty"`
 	Partition   *PartitionRecord   `json:"partition,omitempty"`
