@@ -86,7 +86,7 @@ func (lm *logManager) viewOf(id TopicID, p int32) *partView {
 // Prepare (metadata.Preparer) adds the partitions of d to the table: each new partition gets the
 // least-loaded shard and a fresh view. It runs before the image that names
 // them is stored, so every reader of that image finds them placed.
-func (lm *logManager) Prepare(d *metadata.Delta) {
+func (lm *logManager) Prepare(_, _ *Image, d *metadata.Delta) {
 	if len(d.Added) == 0 {
 		return
 	}
@@ -146,7 +146,7 @@ func (lm *logManager) unplace(d *metadata.Delta) {
 // configs applied, new partitions opened. It waits for all of it. The
 // error names the partitions that did not open (they stay offline: their
 // views say so) and counts them.
-func (lm *logManager) Publish(d *metadata.Delta) error {
+func (lm *logManager) Publish(_, _ *Image, d *metadata.Delta) error {
 	for _, t := range d.Removed {
 		lm.dropPartitions(t)
 	}

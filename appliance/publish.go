@@ -9,7 +9,8 @@ package appliance
 // is the only way the node learns of partitions to open, configs to apply
 // or topics to drop. The proposing code never opens a partition itself.
 //
-// Listeners, in order: the log manager (log_manager.go) places new
+// Listeners, registered on b.pub in New (broker.go), in order: the log
+// manager (log_manager.go, a metadata.Preparer) places new
 // partitions before the image is stored, so that every reader of the image
 // finds them, and after it drops removed topics, applies changed configs
 // and opens new partitions; then the group coordinator drops the offsets of
@@ -22,7 +23,7 @@ import "github.com/ringbroker/ringbroker/appliance/metadata"
 // drops the committed offsets of removed topics.
 type groupsListener struct{ b *Broker }
 
-func (g groupsListener) Publish(d *metadata.Delta) error {
+func (g groupsListener) Publish(_, _ *Image, d *metadata.Delta) error {
 	if gc := g.b.groups; gc != nil && len(d.Removed) > 0 {
 		gc.onTopicsRemoved(d.Removed)
 	}
@@ -34,7 +35,7 @@ func (g groupsListener) Publish(d *metadata.Delta) error {
 // the records were applied to (an empty image at start). The error is the
 // log manager's: partitions that did not open (they are offline).
 func (b *Broker) publish(prev, next *Image) error {
-	return b.pub.Publish(prev.TopicsByID, next.TopicsByID, func() { b.image.Store(next) })
+	return b.pub.Publish(prev, next, b.image.Store)
 }
 
 // applyCommitted is the path of records committed elsewhere (replicated by

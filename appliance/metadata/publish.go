@@ -74,17 +74,17 @@ func Diff(prev, next map[TopicID]*TopicImage) *Delta {
 // Listener acts on published deltas: the log manager opens and drops
 // partitions, the coordinators load and unload.
 type Listener interface {
-	// Publish is called after the image holding d is in force, for
-	// non-empty deltas only. Its error is reported by Publisher.Publish;
-	// the listeners after it still run.
-	Publish(d *Delta) error
+	// Publish is called after next, the image holding d, is in force
+	// (prev is the image before it), for non-empty deltas only. Its error
+	// is reported by Publisher.Publish; the listeners after it still run.
+	Publish(prev, next *Image, d *Delta) error
 }
 
 // Preparer is a Listener that must also see every delta before the image
 // holding it is in force (the log manager places new partitions there, so
 // every reader of the image finds them placed).
 type Preparer interface {
-	Prepare(d *Delta)
+	Prepare(prev, next *Image, d *Delta)
 }
 
 // Publisher hands deltas to its listeners, in the order they registered.
@@ -97,24 +97,24 @@ type Publisher struct {
 // Register adds l after the listeners already registered.
 func (p *Publisher) Register(l Listener) { p.listeners = append(p.listeners, l) }
 
-// Publish computes the delta from prev to next (topics by id), gives it to
-// every Preparer, calls store (which makes the next image the one in
-// force), and then gives a non-empty delta to every Listener. The error is
-// the first listener's error.
-func (p *Publisher) Publish(prev, next map[TopicID]*TopicImage, store func()) error {
-	d := Diff(prev, next)
+// Publish computes the delta from prev to next, gives it to every
+// Preparer, calls store (which makes next the image in force), and then
+// gives a non-empty delta to every Listener. The error is the first
+// listener's error.
+func (p *Publisher) Publish(prev, next *Image, store func(*Image)) error {
+	d := Diff(prev.TopicsByID, next.TopicsByID)
 	for _, l := range p.listeners {
 		if pr, ok := l.(Preparer); ok {
-			pr.Prepare(d)
+			pr.Prepare(prev, next, d)
 		}
 	}
-	store()
+	store(next)
 	if d.Empty() {
 		return nil
 	}
 	var first error
 	for _, l := range p.listeners {
-		if err := l.Publish(d); err != nil && first == nil {
+		if err := l.Publish(prev, next, d); err != nil && first == nil {
 			first = err
 		}
 	}

@@ -47,14 +47,14 @@ type recorder struct {
 	err  error
 }
 
-func (r recorder) Publish(d *Delta) error {
+func (r recorder) Publish(_, _ *Image, d *Delta) error {
 	*r.out = append(*r.out, fmt.Sprintf("%s:publish:%d", r.name, len(d.Added)))
 	return r.err
 }
 
 type preparer struct{ recorder }
 
-func (p preparer) Prepare(d *Delta) { *p.out = append(*p.out, p.name+":prepare") }
+func (p preparer) Prepare(_, _ *Image, d *Delta) { *p.out = append(*p.out, p.name+":prepare") }
 
 func TestPublisherOrder(t *testing.T) {
 	var out []string
@@ -63,15 +63,20 @@ func TestPublisherOrder(t *testing.T) {
 	p.Register(preparer{recorder{name: "lm", out: &out, err: errFirst}})
 	p.Register(recorder{name: "groups", out: &out, err: errors.New("second")})
 	a := &TopicImage{Name: "a", ID: NewTopicID(), Partitions: make([]PartitionImage, 1)}
-	err := p.Publish(topics(), topics(a), func() { out = append(out, "store") })
+	im0 := NewImage(nil)
+	im1 := &Image{Offset: 0, Topics: map[string]*TopicImage{"a": a}, TopicsByID: topics(a)}
+	im2 := &Image{Offset: 1, Topics: im1.Topics, TopicsByID: im1.TopicsByID}
+	var stored *Image
+	store := func(im *Image) { stored = im; out = append(out, "store") }
+	err := p.Publish(im0, im1, store)
 	if !errors.Is(err, errFirst) {
 		t.Fatalf("error %v, want the first listener's", err)
 	}
-	if s := strings.Join(out, " "); s != "lm:prepare store lm:publish:1 groups:publish:1" {
-		t.Fatalf("calls %q", s)
+	if s := strings.Join(out, " "); s != "lm:prepare store lm:publish:1 groups:publish:1" || stored != im1 {
+		t.Fatalf("calls %q, stored %p want %p", s, stored, im1)
 	}
 	out = nil
-	if err := p.Publish(topics(a), topics(a), func() { out = append(out, "store") }); err != nil {
+	if err := p.Publish(im1, im2, store); err != nil || stored != im2 {
 		t.Fatal(err)
 	}
 	if s := strings.Join(out, " "); s != "lm:prepare store" {
