@@ -32,7 +32,7 @@ func aclSetOf(t *testing.T, bs ...ACLBinding) *Image {
 	t.Helper()
 	var recs []MetadataRecord
 	for _, b := range bs {
-		recs = append(recs, MetadataRecord{ACL: &AccessControlEntryRecord{ID: security.NewACLID(), ACLBinding: b}})
+		recs = append(recs, MetadataRecord{ACL: &AccessControlEntryRecord{ID: ACLID(security.NewACLID()), ACLBinding: b}})
 	}
 	im, err := emptyImage().Apply(int64(len(recs)-1), recs)
 	if err != nil {
@@ -44,7 +44,7 @@ func aclSetOf(t *testing.T, bs ...ACLBinding) *Image {
 func TestACLRecordsApply(t *testing.T) {
 	b1 := bind(tTopic, "t", pLit, "User:a", "*", opRead, allow)
 	b2 := bind(tGroup, "g-", pPre, "User:a", "*", opRead, deny)
-	id1, id2 := security.NewACLID(), security.NewACLID()
+	id1, id2 := ACLID(security.NewACLID()), ACLID(security.NewACLID())
 	recs := []MetadataRecord{{ACL: &AccessControlEntryRecord{ID: id1, ACLBinding: b1}}, {ACL: &AccessControlEntryRecord{ID: id2, ACLBinding: b2}}}
 	// Records survive their JSON form (the metadata log stores JSON).
 	for i, r := range recs {
@@ -68,7 +68,7 @@ func TestACLRecordsApply(t *testing.T) {
 	if im0.ACLs.Len() != 0 || im1.ACLs.Len() != 2 {
 		t.Fatalf("ACLs before %d after %d, want 0 and 2", im0.ACLs.Len(), im1.ACLs.Len())
 	}
-	if id, ok := im1.ACLs.Lookup(b2); !ok || id != id2 {
+	if id, ok := aclLookup(im1, b2); !ok || id != id2 {
 		t.Fatalf("Lookup(b2) = %v %v", id, ok)
 	}
 	// An unrelated record keeps the set.
@@ -80,11 +80,11 @@ func TestACLRecordsApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := im3.ACLs.Lookup(b1); ok || im3.ACLs.Len() != 1 || im2.ACLs.Len() != 2 {
+	if _, ok := aclLookup(im3, b1); ok || im3.ACLs.Len() != 1 || im2.ACLs.Len() != 2 {
 		t.Fatalf("after remove: %d bindings (before: %d)", im3.ACLs.Len(), im2.ACLs.Len())
 	}
 	a := security.NewAuthorizer("org.apache.kafka.metadata.authorizer.StandardAuthorizer", nil, false, nil)
-	if a.Allowed(im3.ACLs, "User:a", "h", kmsg.ACLOperationRead, aclResGroup, "g-1") || !a.Allowed(im1.ACLs, "User:a", "h", kmsg.ACLOperationRead, aclResTopic, "t") {
+	if a.Allowed(buildACLSet(im3.ACLs), "User:a", "h", kmsg.ACLOperationRead, aclResGroup, "g-1") || !a.Allowed(buildACLSet(im1.ACLs), "User:a", "h", kmsg.ACLOperationRead, aclResTopic, "t") {
 		t.Fatal("the applied sets do not authorize as their bindings say")
 	}
 	if _, err := im3.Apply(4, []MetadataRecord{{RemoveACL: &RemoveAccessControlEntryRecord{ID: id1}}}); err == nil {
@@ -93,7 +93,7 @@ func TestACLRecordsApply(t *testing.T) {
 	if _, err := im3.Apply(4, []MetadataRecord{{ACL: &AccessControlEntryRecord{ID: id2, ACLBinding: b1}}}); err == nil {
 		t.Error("adding an existing id applied")
 	}
-	if _, err := im3.Apply(4, []MetadataRecord{{ACL: &AccessControlEntryRecord{ID: security.NewACLID(), ACLBinding: bind(1, "x", pLit, "User:a", "*", opRead, allow)}}}); err == nil {
+	if _, err := im3.Apply(4, []MetadataRecord{{ACL: &AccessControlEntryRecord{ID: ACLID(security.NewACLID()), ACLBinding: bind(1, "x", pLit, "User:a", "*", opRead, allow)}}}); err == nil {
 		t.Error("adding an ANY-resource binding applied")
 	}
 }
@@ -253,7 +253,7 @@ func commitACLs(b *Broker, bs ...ACLBinding) error {
 	return securityBroker{b}.Change(func(security.View) []security.Record {
 		recs := make([]security.Record, len(bs))
 		for i, bd := range bs {
-			recs[i] = security.Record{ACL: &AccessControlEntryRecord{ID: security.NewACLID(), ACLBinding: bd}}
+			recs[i] = security.Record{ACL: &security.AccessControlEntryRecord{ID: security.NewACLID(), ACLBinding: security.ACLBinding(bd)}}
 		}
 		return recs
 	})
@@ -345,4 +345,11 @@ func TestACLEnforcedOnHandlers(t *testing.T) {
 	if r := adminRun(t, b, ip, 4).(*kmsg.InitProducerIDResponse); r.ErrorCode != 0 {
 		t.Errorf("idempotent InitProducerId with WRITE on a topic: code %d", r.ErrorCode)
 	}
+}
+
+// aclLookup is the id of binding b in im's ACL set, as the authorizer's
+// index finds it.
+func aclLookup(im *Image, b ACLBinding) (ACLID, bool) {
+	id, ok := buildACLSet(im.ACLs).Lookup(security.ACLBinding(b))
+	return ACLID(id), ok
 }

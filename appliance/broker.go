@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/metadata"
 	"github.com/ringbroker/ringbroker/appliance/quota"
 	"github.com/ringbroker/ringbroker/appliance/security"
 	"github.com/ringbroker/ringbroker/appliance/wire"
@@ -43,9 +44,17 @@ type Broker struct {
 	// lm opens, reconfigures and drops partitions from metadata deltas,
 	// and knows where each is placed (log_manager.go).
 	lm *logManager
+	// pub hands metadata deltas to the listeners: lm, then the group
+	// coordinator (publish.go).
+	pub metadata.Publisher
+	// acls and quotaTab are the authorizer's ACL set and the quota table,
+	// built from the image's values when they change (security_glue.go,
+	// quota_enforce.go).
+	acls     aclCache
+	quotaTab quotaCache
 
 	ctrlMu sync.Mutex // serialises metadata changes (the controller)
-	meta   *metadataLog
+	meta   *metadata.Log
 
 	lsoMu sync.Mutex // guards the log-start-offset checkpoint file
 
@@ -119,7 +128,9 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 	b := &Broker{cfg: cfg, log: logger, conns: map[*conn]struct{}{}, closing: make(chan struct{}), serveErr: make(chan error, 1)}
 	b.tailReads = cfg.LogIOTailReads
 	b.lm = newLogManager(b)
-	b.authz = newAuthorizer(cfg, func() *ACLSet { return b.currentImage().ACLs })
+	b.pub.Register(b.lm)
+	b.pub.Register(groupsListener{b})
+	b.authz = newAuthorizer(cfg, func() *ACLSet { return b.acls.of(b.currentImage().ACLs) })
 	b.apis = newAPITable(b)
 	b.metrics = newBrokerMetrics(b, b.apis)
 	q, err := quota.NewManager(cfg.Props, b.metrics.set)
@@ -163,7 +174,7 @@ func (b *Broker) Start() (err error) {
 		return err
 	}
 	b.probeStorage()
-	meta, im, err := openMetadataLogWith(b.cfg.LogDir, b.log, metadataLogOptions{SnapshotBytes: b.cfg.MetadataSnapshotBytes})
+	meta, im, err := metadata.OpenLog(b.cfg.LogDir, b.log, metadata.LogOptions{SnapshotBytes: b.cfg.MetadataSnapshotBytes, Checks: imageChecks{}})
 	if err != nil {
 		return err
 	}
@@ -277,7 +288,7 @@ func (b *Broker) Close() error {
 		err = b.closePartitions()
 		b.stopShards()
 		if b.meta != nil {
-			err = errors.Join(err, b.meta.close())
+			err = errors.Join(err, b.meta.Close())
 		}
 		b.unlockLogDir()
 		b.log.Info("ringbroker stopped", "uptime", time.Since(b.startedAt).Round(time.Millisecond).String())
@@ -329,7 +340,7 @@ func (b *Broker) abortStart() {
 	b.stopShards()
 	b.shards = nil // a Close after the failed Start finds nothing to stop twice
 	if b.meta != nil {
-		if err := b.meta.close(); err != nil {
+		if err := b.meta.Close(); err != nil {
 			b.log.Warn("closing the metadata log after a failed start", "err", err)
 		}
 		b.meta = nil

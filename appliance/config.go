@@ -124,7 +124,7 @@ type Config struct {
 	Props map[string]string
 	// MetadataSnapshotBytes (metadata.log.max.record.bytes.between.snapshots,
 	// Kafka's default 20 MiB) is how many bytes of metadata records are
-	// appended between two snapshots of the metadata image (metadata_snapshot.go);
+	// appended between two snapshots of the metadata image (appliance/metadata/snapshot.go);
 	// 0 in a Config built by hand means the default.
 	MetadataSnapshotBytes int64
 
@@ -300,7 +300,7 @@ var brokerDefaults = map[string]string{
 	"log.cleaner.backoff.ms":              "15000",
 	"log.cleaner.dedupe.buffer.size":      "134217728",
 
-	// Metadata image snapshots (metadata_snapshot.go).
+	// Metadata image snapshots (appliance/metadata/snapshot.go).
 	"metadata.log.max.record.bytes.between.snapshots": "20971520",
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/ringbroker/ringbroker/appliance/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"golang.org/x/sys/unix"
 )
@@ -78,19 +79,11 @@ func (b *Broker) createTopic(spec TopicSpec, validateOnly bool) (*TopicImage, er
 	if err := b.checkPartitionBudget(im, int(spec.Partitions)); err != nil {
 		return nil, err
 	}
-	if colliding := collidingTopic(im, spec.Name); colliding != "" {
+	if colliding := im.CollidingTopic(spec.Name); colliding != "" {
 		return nil, fmt.Errorf("%w: topic %q collides with existing topic %q ('.' and '_' collide in metric names)", kerr.InvalidTopicException, spec.Name, colliding)
 	}
 	id := newTopicID()
-	recs := []MetadataRecord{{Topic: &TopicRecord{Name: spec.Name, ID: id}}}
-	for p := int32(0); p < spec.Partitions; p++ {
-		recs = append(recs, MetadataRecord{Partition: &PartitionRecord{TopicID: id, Partition: p, Replicas: []int32{b.cfg.NodeID},
-			ISR: []int32{b.cfg.NodeID}, Leader: b.cfg.NodeID, LeaderEpoch: 0}})
-	}
-	for k, v := range spec.Configs {
-		v := v
-		recs = append(recs, MetadataRecord{Config: &ConfigRecord{ResourceType: 2, Name: spec.Name, Key: k, Value: &v}})
-	}
+	recs := metadata.CreateTopicRecords(spec.Name, id, spec.Partitions, b.cfg.NodeID, spec.Configs)
 	if validateOnly {
 		next, err := im.Apply(im.Offset+1, recs)
 		if err != nil {
@@ -103,7 +96,7 @@ func (b *Broker) createTopic(spec TopicSpec, validateOnly bool) (*TopicImage, er
 	if err := b.makePartitionDirs(spec.Name, 0, spec.Partitions); err != nil {
 		return nil, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
 	}
-	next, err := b.meta.commit(im, recs)
+	next, err := b.meta.Commit(im, recs)
 	if err != nil {
 		b.removePartitionDirs(spec.Name, 0, spec.Partitions)
 		return nil, commitErr(err)
@@ -114,7 +107,7 @@ func (b *Broker) createTopic(spec TopicSpec, validateOnly bool) (*TopicImage, er
 		// are not served: the removal, published, drops what did open.
 		b.log.Error("cannot open partitions of new topic, removing it", "topic", spec.Name, "err", err)
 		undo := []MetadataRecord{{RemoveTopic: &RemoveTopicRecord{ID: t.ID}}}
-		if back, cerr := b.meta.commit(next, undo); cerr == nil {
+		if back, cerr := b.meta.Commit(next, undo); cerr == nil {
 			_ = b.publish(next, back)
 		} else {
 			// The metadata in force goes back to before the topic. The
@@ -123,7 +116,7 @@ func (b *Broker) createTopic(spec TopicSpec, validateOnly bool) (*TopicImage, er
 			// before that creates the topic (as Kafka's controller would
 			// have, its commit done).
 			b.log.Error("cannot remove the half-created topic from the metadata log; it is not served, and its removal is written when the metadata log takes writes again", "topic", spec.Name, "err", cerr)
-			b.meta.deferUndo(next.Offset, undo)
+			b.meta.DeferUndo(next.Offset, undo)
 			_ = b.publish(next, im)
 		}
 		return nil, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
@@ -152,26 +145,6 @@ func (b *Broker) removePartitionDirs(topic string, from, to int32) {
 	}
 }
 
-// collidingTopic finds a topic whose name differs only by '.' vs '_'.
-func collidingTopic(im *Image, name string) string {
-	norm := func(s string) string {
-		out := []byte(s)
-		for i := range out {
-			if out[i] == '.' {
-				out[i] = '_'
-			}
-		}
-		return string(out)
-	}
-	n := norm(name)
-	for other := range im.Topics {
-		if other != name && norm(other) == n {
-			return other
-		}
-	}
-	return ""
-}
-
 // deleteTopic removes a topic from the metadata and deletes its partitions'
 // directories (renamed "<topic>-<p>.<id>-delete" first, as Kafka does).
 func (b *Broker) deleteTopic(name string, id TopicID) (*TopicImage, error) {
@@ -196,7 +169,7 @@ func (b *Broker) deleteTopic(name string, id TopicID) (*TopicImage, error) {
 	if isInternalTopic(t.Name) {
 		return nil, fmt.Errorf("%w: internal topic %q cannot be deleted", kerr.InvalidTopicException, t.Name)
 	}
-	next, err := b.meta.commit(im, []MetadataRecord{{RemoveTopic: &RemoveTopicRecord{ID: t.ID}}})
+	next, err := b.meta.Commit(im, []MetadataRecord{{RemoveTopic: &RemoveTopicRecord{ID: t.ID}}})
 	if err != nil {
 		return nil, commitErr(err)
 	}
@@ -230,17 +203,13 @@ func (b *Broker) createPartitions(name string, count int32, validateOnly bool) e
 	if validateOnly {
 		return nil
 	}
-	var recs []MetadataRecord
-	for p := have; p < count; p++ {
-		recs = append(recs, MetadataRecord{Partition: &PartitionRecord{TopicID: t.ID, Partition: p, Replicas: []int32{b.cfg.NodeID},
-			ISR: []int32{b.cfg.NodeID}, Leader: b.cfg.NodeID}})
-	}
+	recs := metadata.AddPartitionRecords(t.ID, have, count, b.cfg.NodeID)
 	// The directories first, as createTopic does: on a full disk the
 	// change fails here, before the metadata names the partitions.
 	if err := b.makePartitionDirs(name, have, count); err != nil {
 		return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
 	}
-	next, err := b.meta.commit(im, recs)
+	next, err := b.meta.Commit(im, recs)
 	if err != nil {
 		b.removePartitionDirs(name, have, count)
 		return commitErr(err)
@@ -309,7 +278,7 @@ func (b *Broker) alterTopicConfigsWith(name string, compute func(*TopicImage) ([
 	if validateOnly || len(recs) == 0 {
 		return nil
 	}
-	next, err := b.meta.commit(im, recs)
+	next, err := b.meta.Commit(im, recs)
 	if err != nil {
 		return commitErr(err)
 	}

@@ -682,7 +682,7 @@ func (lp *fetchLongPoll) close() {
 // offLoop tells whether it may block (client quotas hold throttled answers).
 func (fs *fetchState) answer(out *rawResponse, offLoop bool) {
 	b, r, im := fs.b, fs.r, fs.im
-	throttled := im.quotaKinds&quota.KindFetch != 0 && out != nil // a consumer_byte_rate is set somewhere
+	throttled := b.quotaKinds(im)&quota.KindFetch != 0 && out != nil // a consumer_byte_rate is set somewhere
 	if throttled && !offLoop {
 		go fs.answer(out, true)
 		return

@@ -44,7 +44,7 @@ func (b *Broker) newProducerID() (int64, error) {
 	defer b.ctrlMu.Unlock()
 	im := b.currentImage()
 	start := im.NextProducerID
-	next, err := b.meta.commit(im, []MetadataRecord{{ProducerIDs: &ProducerIDsRecord{BrokerID: b.cfg.NodeID, NextProducerID: start + producerIDBlockSize}}})
+	next, err := b.meta.Commit(im, []MetadataRecord{{ProducerIDs: &ProducerIDsRecord{BrokerID: b.cfg.NodeID, NextProducerID: start + producerIDBlockSize}}})
 	if err != nil {
 		return -1, commitErr(fmt.Errorf("cannot reserve producer ids: %w", err))
 	}

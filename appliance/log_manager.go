@@ -21,10 +21,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 	"sync/atomic"
 
+	"github.com/ringbroker/ringbroker/appliance/metadata"
 	"github.com/ringbroker/ringbroker/numa"
 )
 
@@ -83,29 +83,29 @@ func (lm *logManager) viewOf(id TopicID, p int32) *partView {
 	return v
 }
 
-// place adds the partitions of d to the table: each new partition gets the
+// Prepare (metadata.Preparer) adds the partitions of d to the table: each new partition gets the
 // least-loaded shard and a fresh view. It runs before the image that names
 // them is stored, so every reader of that image finds them placed.
-func (lm *logManager) place(d *metadataDelta) {
-	if len(d.added) == 0 {
+func (lm *logManager) Prepare(_, _ *Image, d *metadata.Delta) {
+	if len(d.Added) == 0 {
 		return
 	}
 	if lm.load == nil {
 		lm.load = make([]int, len(lm.b.shards))
 	}
 	old := lm.table.Load()
-	next := &placement{topics: make(map[TopicID]*placedTopic, len(old.topics)+len(d.added))}
+	next := &placement{topics: make(map[TopicID]*placedTopic, len(old.topics)+len(d.Added))}
 	for id, pt := range old.topics {
 		next.topics[id] = pt
 	}
-	for _, a := range d.added {
-		pt := next.topics[a.topic.ID]
+	for _, a := range d.Added {
+		pt := next.topics[a.Topic.ID]
 		c := &placedTopic{}
 		if pt != nil {
 			c.shards = append(c.shards, pt.shards...)
 			c.views = append(c.views, pt.views...)
 		}
-		for p := a.from; p < int32(len(a.topic.Partitions)); p++ {
+		for p := a.From; p < int32(len(a.Topic.Partitions)); p++ {
 			if int(p) < len(c.shards) {
 				continue // placed already (an image published again)
 			}
@@ -114,15 +114,15 @@ func (lm *logManager) place(d *metadataDelta) {
 			c.shards = append(c.shards, int32(s))
 			c.views = append(c.views, &partView{})
 		}
-		next.topics[a.topic.ID] = c
+		next.topics[a.Topic.ID] = c
 	}
 	lm.table.Store(next)
 }
 
 // unplace removes the removed topics of d from the table, once their
 // partitions are closed.
-func (lm *logManager) unplace(d *metadataDelta) {
-	if len(d.removed) == 0 {
+func (lm *logManager) unplace(d *metadata.Delta) {
+	if len(d.Removed) == 0 {
 		return
 	}
 	old := lm.table.Load()
@@ -130,7 +130,7 @@ func (lm *logManager) unplace(d *metadataDelta) {
 	for id, pt := range old.topics {
 		next.topics[id] = pt
 	}
-	for _, t := range d.removed {
+	for _, t := range d.Removed {
 		if pt := next.topics[t.ID]; pt != nil {
 			for _, s := range pt.shards {
 				lm.load[int(s)%len(lm.load)]--
@@ -141,32 +141,32 @@ func (lm *logManager) unplace(d *metadataDelta) {
 	lm.table.Store(next)
 }
 
-// apply carries out d on the shards after the image that holds it is
+// Publish (metadata.Listener) carries out d on the shards after the image that holds it is
 // stored: partitions of removed topics are closed and deleted, changed
 // configs applied, new partitions opened. It waits for all of it. The
 // error names the partitions that did not open (they stay offline: their
 // views say so) and counts them.
-func (lm *logManager) apply(d *metadataDelta) error {
-	for _, t := range d.removed {
+func (lm *logManager) Publish(_, _ *Image, d *metadata.Delta) error {
+	for _, t := range d.Removed {
 		lm.dropPartitions(t)
 	}
 	lm.unplace(d)
-	for _, t := range d.reconfigured {
+	for _, t := range d.Reconfigured {
 		lm.reconfigure(t)
 	}
-	return lm.open(d.added)
+	return lm.open(d.Added)
 }
 
 // open opens the added partitions on their shards, all at once, and waits.
-func (lm *logManager) open(added []addedPartitions) error {
+func (lm *logManager) open(added []metadata.AddedPartitions) error {
 	b := lm.b
 	var openErrs []error // the first few, with a count: a join of thousands is slow to print
 	failed := 0
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, a := range added {
-		t := a.topic
-		for p := a.from; p < int32(len(t.Partitions)); p++ {
+		t := a.Topic
+		for p := a.From; p < int32(len(t.Partitions)); p++ {
 			st := lm.shardOf(t.ID, p)
 			view := lm.viewOf(t.ID, p)
 			logStart := lm.startOffsets[tpName{t.Name, p}]
@@ -251,10 +251,4 @@ func (lm *logManager) dropPartitions(t *TopicImage) {
 		})
 	}
 	wg.Wait()
-}
-
-// sortedAdded orders added partitions by topic name, so that placement
-// does not depend on map order.
-func sortedAdded(a []addedPartitions) {
-	sort.Slice(a, func(i, j int) bool { return a[i].topic.Name < a[j].topic.Name })
 }

@@ -1,281 +1,54 @@
 package appliance
 
+// The metadata image and its records are appliance/metadata's; the names
+// below are the ones the rest of appliance uses for them.
+
 import (
-	"crypto/rand"
-	"encoding/base64"
+	"errors"
 	"fmt"
-	"sort"
+
+	"github.com/ringbroker/ringbroker/appliance/metadata"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// TopicID is a topic's 16-byte UUID (KIP-516).
-type TopicID [16]byte
+// metadataTopic is the metadata log's topic name.
+const metadataTopic = metadata.Topic
 
-// String is Kafka's textual form: URL-safe base64 without padding.
-func (id TopicID) String() string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+type (
+	// TopicID is metadata.TopicID.
+	TopicID = metadata.TopicID
+	// PartitionImage is metadata.PartitionImage.
+	PartitionImage = metadata.PartitionImage
+	// TopicImage is metadata.TopicImage.
+	TopicImage = metadata.TopicImage
+	// Image is metadata.Image.
+	Image = metadata.Image
+	// MetadataRecord is metadata.Record.
+	MetadataRecord = metadata.Record
+	// TopicRecord is metadata.TopicRecord.
+	TopicRecord = metadata.TopicRecord
+	// PartitionRecord is metadata.PartitionRecord.
+	PartitionRecord = metadata.PartitionRecord
+	// ConfigRecord is metadata.ConfigRecord.
+	ConfigRecord = metadata.ConfigRecord
+	// RemoveTopicRecord is metadata.RemoveTopicRecord.
+	RemoveTopicRecord = metadata.RemoveTopicRecord
+	// ProducerIDsRecord is metadata.ProducerIDsRecord.
+	ProducerIDsRecord = metadata.ProducerIDsRecord
+)
 
-func newTopicID() TopicID {
-	for {
-		var id TopicID
-		if _, err := rand.Read(id[:]); err != nil {
-			panic(fmt.Sprintf("cannot read random bytes: %v", err))
-		}
-		// Kafka reserves the zero UUID and the "metadata topic" UUID (1).
-		if id != (TopicID{}) && id != (TopicID{15: 1}) {
-			return id
-		}
+func newTopicID() TopicID { return metadata.NewTopicID() }
+
+// emptyImage is the empty image, validating the concepts' records with
+// their packages' rules (security_glue.go).
+func emptyImage() *Image { return metadata.NewImage(imageChecks{}) }
+
+// commitErr gives a failed commit its Kafka error code:
+// KAFKA_STORAGE_ERROR when the metadata log's storage failed, else
+// UNKNOWN_SERVER_ERROR.
+func commitErr(err error) error {
+	if errors.Is(err, metadata.ErrStorage) {
+		return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
 	}
-}
-
-// MetadataRecord is one entry of the __cluster_metadata log. Exactly one of
-// the pointer fields is set. It plays the role of KRaft's TopicRecord,
-// PartitionRecord, ConfigRecord and RemoveTopicRecord. The log stores each
-// as a cluster/records binary record (toBinaryRecord, recordConverter); the JSON
-// tags are the format of logs written before, read once by the upgrade
-// (metadata_upgrade.go).
-type MetadataRecord struct {
-	Topic       *TopicRecord       `json:"topic,omitempty"`
-	Partition   *PartitionRecord   `json:"partition,omitempty"`
-	Config      *ConfigRecord      `json:"config,omitempty"`
-	RemoveTopic *RemoveTopicRecord `json:"removeTopic,omitempty"`
-	ProducerIDs *ProducerIDsRecord `json:"producerIds,omitempty"`
-	// ACL and RemoveACL add and remove ACL bindings (acl.go).
-	ACL       *AccessControlEntryRecord       `json:"acl,omitempty"`
-	RemoveACL *RemoveAccessControlEntryRecord `json:"removeAcl,omitempty"`
-	// ClientQuota sets or removes a client quota (quota.go).
-	ClientQuota *ClientQuotaRecord `json:"clientQuota,omitempty"`
-	// UserScramCredential and RemoveUserScramCredential store and delete
-	// SCRAM credentials (scram.go).
-	UserScramCredential       *UserScramCredentialRecord       `json:"userScramCredential,omitempty"`
-	RemoveUserScramCredential *RemoveUserScramCredentialRecord `json:"removeUserScramCredential,omitempty"`
-}
-
-// ProducerIDsRecord hands a block of producer ids to a broker (KRaft's
-// ProducerIdsRecord): ids below NextProducerID are taken.
-type ProducerIDsRecord struct {
-	BrokerID       int32 `json:"brokerId"`
-	NextProducerID int64 `json:"nextProducerId"`
-}
-
-// TopicRecord creates a topic.
-type TopicRecord struct {
-	Name string  `json:"name"`
-	ID   TopicID `json:"id"`
-}
-
-// PartitionRecord creates or changes one partition.
-type PartitionRecord struct {
-	TopicID     TopicID `json:"topicId"`
-	Partition   int32   `json:"partition"`
-	Replicas    []int32 `json:"replicas"`
-	ISR         []int32 `json:"isr"`
-	Leader      int32   `json:"leader"`
-	LeaderEpoch int32   `json:"leaderEpoch"`
-	// Logs written before the publisher also hold "shard", the owner shard
-	// the proposing node chose. It is ignored: placement is each node's own
-	// choice when it opens the partition (log_manager.go), not metadata.
-}
-
-// ConfigRecord sets (Value != nil) or removes (Value == nil) one config of a
-// resource. ResourceType uses Kafka's codes: 2 topic, 4 broker, 32 group
-// (KIP-848/KIP-932 group configs, share_config.go).
-type ConfigRecord struct {
-	ResourceType int8    `json:"resourceType"`
-	Name         string  `json:"name"`
-	Key          string  `json:"key"`
-	Value        *string `json:"value"`
-}
-
-// RemoveTopicRecord deletes a topic and its partitions.
-type RemoveTopicRecord struct {
-	ID TopicID `json:"id"`
-}
-
-// PartitionImage is one partition in the metadata image: values only (where
-// this node placed it, and its runtime state, are the log manager's).
-type PartitionImage struct {
-	Partition   int32
-	Replicas    []int32
-	ISR         []int32
-	Leader      int32
-	LeaderEpoch int32
-}
-
-// TopicImage is one topic in the metadata image. It is immutable.
-type TopicImage struct {
-	Name       string
-	ID         TopicID
-	Partitions []PartitionImage
-	Configs    map[string]string // overrides only
-}
-
-// Image is an immutable snapshot of the cluster metadata: the result of
-// applying every record up to Offset. Readers load it from an atomic pointer
-// and never lock.
-type Image struct {
-	Offset     int64 // offset of the last applied record, -1 when empty
-	Topics     map[string]*TopicImage
-	TopicsByID map[TopicID]*TopicImage
-	Brokers    map[string]map[string]string // broker config overrides by node id
-	// GroupConfigs are the GROUP config resources' values by group id
-	// (share_config.go); nil when there are none.
-	GroupConfigs map[string]map[string]string
-	// NextProducerID is the first producer id not yet handed out in a block.
-	NextProducerID int64
-	// ACLs is the set of ACL bindings (acl.go); nil when there are none.
-	ACLs *ACLSet
-
-	clientQuotas map[quotaEntity]map[string]float64  // client quota values by entity (quota.go)
-	quotaKinds   uint8                               // quotaKind*Bit: enforced keys set on any entity
-	scram        map[string]map[int8]ScramCredential // SCRAM credentials by user and mechanism (scram.go)
-}
-
-func emptyImage() *Image {
-	return &Image{Offset: -1, Topics: map[string]*TopicImage{}, TopicsByID: map[TopicID]*TopicImage{}, Brokers: map[string]map[string]string{}}
-}
-
-// SortedTopicNames returns the image's topic names in sorted order.
-func (im *Image) SortedTopicNames() []string {
-	names := make([]string, 0, len(im.Topics))
-	for n := range im.Topics {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
-// Apply returns a new image with recs applied; im is unchanged. Records
-// that refer to unknown topics are errors (a corrupt or out-of-order log).
-func (im *Image) Apply(offset int64, recs []MetadataRecord) (*Image, error) {
-	next := &Image{
-		Offset:     offset,
-		Topics:     make(map[string]*TopicImage, len(im.Topics)+1),
-		TopicsByID: make(map[TopicID]*TopicImage, len(im.Topics)+1),
-		Brokers:    im.Brokers,
-
-		GroupConfigs:   im.GroupConfigs,
-		NextProducerID: im.NextProducerID,
-		ACLs:           im.ACLs,
-
-		clientQuotas: im.clientQuotas,
-		quotaKinds:   im.quotaKinds,
-		scram:        im.scram,
-	}
-	var acls *aclBuilder // copied from im.ACLs on the first ACL record
-	for k, v := range im.Topics {
-		next.Topics[k] = v
-		next.TopicsByID[v.ID] = v
-	}
-	// Topics touched in this apply are copied once, then mutated freely.
-	copied := map[TopicID]bool{}
-	mut := func(id TopicID) (*TopicImage, error) {
-		t, ok := next.TopicsByID[id]
-		if !ok {
-			return nil, fmt.Errorf("cannot apply metadata record: unknown topic id %s", id)
-		}
-		if copied[id] {
-			return t, nil
-		}
-		c := &TopicImage{Name: t.Name, ID: t.ID, Partitions: append([]PartitionImage(nil), t.Partitions...), Configs: make(map[string]string, len(t.Configs))}
-		for k, v := range t.Configs {
-			c.Configs[k] = v
-		}
-		next.Topics[c.Name] = c
-		next.TopicsByID[c.ID] = c
-		copied[id] = true
-		return c, nil
-	}
-	for _, r := range recs {
-		switch {
-		case r.Topic != nil:
-			if _, ok := next.Topics[r.Topic.Name]; ok {
-				return nil, fmt.Errorf("cannot apply TopicRecord: topic %q exists", r.Topic.Name)
-			}
-			t := &TopicImage{Name: r.Topic.Name, ID: r.Topic.ID, Configs: map[string]string{}}
-			next.Topics[t.Name] = t
-			next.TopicsByID[t.ID] = t
-			copied[t.ID] = true
-		case r.Partition != nil:
-			t, err := mut(r.Partition.TopicID)
-			if err != nil {
-				return nil, err
-			}
-			p := PartitionImage{Partition: r.Partition.Partition, Replicas: r.Partition.Replicas, ISR: r.Partition.ISR,
-				Leader: r.Partition.Leader, LeaderEpoch: r.Partition.LeaderEpoch}
-			switch idx := int(p.Partition); {
-			case idx < len(t.Partitions):
-				t.Partitions[idx] = p
-			case idx == len(t.Partitions):
-				t.Partitions = append(t.Partitions, p)
-			default:
-				return nil, fmt.Errorf("cannot apply PartitionRecord: topic %q partition %d after %d partitions", t.Name, idx, len(t.Partitions))
-			}
-		case r.Config != nil:
-			switch r.Config.ResourceType {
-			case 2:
-				t, ok := next.Topics[r.Config.Name]
-				if !ok {
-					return nil, fmt.Errorf("cannot apply ConfigRecord: unknown topic %q", r.Config.Name)
-				}
-				t, _ = mut(t.ID)
-				if r.Config.Value == nil {
-					delete(t.Configs, r.Config.Key)
-				} else {
-					t.Configs[r.Config.Key] = *r.Config.Value
-				}
-			case 4:
-				b := map[string]map[string]string{}
-				for k, v := range next.Brokers {
-					b[k] = v
-				}
-				m := map[string]string{}
-				for k, v := range b[r.Config.Name] {
-					m[k] = v
-				}
-				if r.Config.Value == nil {
-					delete(m, r.Config.Key)
-				} else {
-					m[r.Config.Key] = *r.Config.Value
-				}
-				b[r.Config.Name] = m
-				next.Brokers = b
-			case 32:
-				next.GroupConfigs = applyGroupConfig(next.GroupConfigs, r.Config)
-			default:
-				return nil, fmt.Errorf("cannot apply ConfigRecord: resource type %d", r.Config.ResourceType)
-			}
-		case r.ProducerIDs != nil:
-			if r.ProducerIDs.NextProducerID < next.NextProducerID {
-				return nil, fmt.Errorf("cannot apply ProducerIdsRecord: next id %d below %d", r.ProducerIDs.NextProducerID, next.NextProducerID)
-			}
-			next.NextProducerID = r.ProducerIDs.NextProducerID
-		case r.ACL != nil || r.RemoveACL != nil:
-			if acls == nil {
-				acls = newACLBuilder(im.ACLs)
-			}
-			if err := acls.apply(r); err != nil {
-				return nil, err
-			}
-		case r.ClientQuota != nil:
-			if err := next.applyClientQuota(r.ClientQuota); err != nil {
-				return nil, err
-			}
-		case r.UserScramCredential != nil || r.RemoveUserScramCredential != nil:
-			if err := next.applyScram(r.UserScramCredential, r.RemoveUserScramCredential); err != nil {
-				return nil, err
-			}
-		case r.RemoveTopic != nil:
-			t, ok := next.TopicsByID[r.RemoveTopic.ID]
-			if !ok {
-				return nil, fmt.Errorf("cannot apply RemoveTopicRecord: unknown topic id %s", r.RemoveTopic.ID)
-			}
-			delete(next.Topics, t.Name)
-			delete(next.TopicsByID, t.ID)
-		default:
-			return nil, fmt.Errorf("cannot apply an empty metadata record")
-		}
-	}
-	if acls != nil {
-		next.ACLs = acls.build()
-	}
-	return next, nil
+	return fmt.Errorf("%w: %v", kerr.UnknownServerError, err)
 }

@@ -19,7 +19,7 @@ package appliance
 //	ringbroker_log_end_offset{topic,partition}    Log LogEndOffset
 //	ringbroker_log_size_bytes{topic,partition}    Log Size
 //	ringbroker_partitions_offline                 OfflinePartitionsCount (partitions offline after an I/O error)
-//	ringbroker_metadata_log_offline               1 while a failed write keeps the metadata log from taking changes (metadata_log.go)
+//	ringbroker_metadata_log_offline               1 while a failed write keeps the metadata log from taking changes (appliance/metadata/log.go)
 //	ringbroker_log_flush_duration_seconds         LogFlushStats LogFlushRateAndTimeMs (append to fdatasync done), histogram
 //	ringbroker_log_flush_windows_total{shard}     group-commit windows; ..._fsyncs_total, ..._fsync_requests_total, ..._fsync_failures_total
 //	ringbroker_shard_busy_seconds_total{shard}    loop time spent running tasks: rate() is the loop utilisation (0..1)
@@ -499,7 +499,7 @@ func (m *brokerMetrics) writeShardMetrics(w io.Writer) {
 	fmt.Fprintf(w, "ringbroker_partitions_offline %d\n", offline)
 	if b.meta != nil {
 		mo := 0
-		if b.meta.offline.Load() {
+		if b.meta.Offline() {
 			mo = 1
 		}
 		fmt.Fprintf(w, "ringbroker_metadata_log_offline %d\n", mo)

@@ -99,7 +99,7 @@ func handleProduce(b *Broker, r *wire.Request) any {
 		}
 	}
 	var throttle time.Duration // producer_byte_rate (quota_enforce.go)
-	if im.quotaKinds != 0 {
+	if im.ClientQuotas != nil {
 		throttle = b.produceQuota(im, r, req)
 	}
 	if ps.n == 0 && throttle == 0 {

@@ -84,13 +84,13 @@ func TestReplayedRecordsDrivePartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	var batches [][]MetadataRecord
-	if _, err := src.replayBatches(emptyImage(), func(_ int64, recs []MetadataRecord) error {
+	if _, err := src.ReplayBatches(emptyImage(), func(_ int64, recs []MetadataRecord) error {
 		batches = append(batches, recs)
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	src.close()
+	src.Close()
 
 	b := adminTestBroker(t, map[string]string{"offsets.topic.num.partitions": "2"})
 	meta, im, err := openMetadataLog(b.cfg.LogDir, b.log)
@@ -143,7 +143,7 @@ func TestReplayedRecordsDrivePartitions(t *testing.T) {
 	if err := b.closePartitions(); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.meta.close(); err != nil {
+	if err := b.meta.Close(); err != nil {
 		t.Fatal(err)
 	}
 	b.meta = nil

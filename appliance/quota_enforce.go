@@ -13,55 +13,107 @@ package appliance
 // so they are held back somewhat more than the quota asks; Kafka instead
 // answers at once and stops reading the connection.
 //
-// With no byte-rate quota set anywhere the cost on the request path is one
-// test of the image's quotaKinds, already loaded by the handler.
+// With no quota set anywhere the cost on the request path is one test of
+// the image's ClientQuotas, already loaded by the handler.
 //
-// The image holds the quota values (metadata_image.go) as quota.Values
-// under the aliases below; applyClientQuota applies a ClientQuotaRecord.
+// The image holds the quota values as appliance/metadata's plain values;
+// quotaCache builds the quota.Values the Manager resolves against from
+// them, once per change.
 
 import (
 	"encoding/binary"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/metadata"
 	"github.com/ringbroker/ringbroker/appliance/quota"
 	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// The quota record and entity types, as the image and its records name
-// them.
+// The quota record types, as the image and its records name them
+// (appliance/metadata's plain values).
 type (
-	ClientQuotaRecord     = quota.ClientQuotaRecord
-	ClientQuotaEntityPart = quota.ClientQuotaEntityPart
+	ClientQuotaRecord     = metadata.ClientQuotaRecord
+	ClientQuotaEntityPart = metadata.ClientQuotaEntityPart
 	quotaEntity           = quota.Entity
 )
 
-// applyClientQuota applies one ClientQuotaRecord to im (a new image being
-// built by Apply), copy on write of the quota values.
-func (im *Image) applyClientQuota(r *ClientQuotaRecord) error {
-	vals, kinds, err := quota.Values(im.clientQuotas).Apply(r)
-	if err != nil {
-		return err
+func toQuotaParts(parts []ClientQuotaEntityPart) []quota.ClientQuotaEntityPart {
+	out := make([]quota.ClientQuotaEntityPart, len(parts))
+	for i, p := range parts {
+		out[i] = quota.ClientQuotaEntityPart(p)
 	}
-	im.clientQuotas, im.quotaKinds = vals, kinds
-	return nil
+	return out
+}
+
+// quotaTable is the quota table built from an image's client quotas.
+type quotaTable struct {
+	src   *metadata.ClientQuotas
+	vals  quota.Values
+	kinds uint8 // quota.Kind* bits: enforced keys set on any entity
+}
+
+// buildQuotaTable indexes q by quota entity.
+func buildQuotaTable(q *metadata.ClientQuotas) *quotaTable {
+	t := &quotaTable{src: q}
+	if q == nil {
+		return t
+	}
+	t.vals = make(quota.Values, q.Len())
+	for _, e := range q.All() {
+		// The image checked every entity when it applied it.
+		ent, _ := quota.ParseEntity(toQuotaParts(e.Parts))
+		t.vals[ent] = e.Values
+	}
+	t.kinds = t.vals.Kinds()
+	return t
+}
+
+// quotaCache is the quota table of the latest image's client quotas,
+// rebuilt only when they change (images share them otherwise).
+type quotaCache struct{ last atomic.Pointer[quotaTable] }
+
+// of returns q's quota table.
+func (c *quotaCache) of(q *metadata.ClientQuotas) *quotaTable {
+	if t := c.last.Load(); t != nil && t.src == q {
+		return t
+	}
+	t := buildQuotaTable(q)
+	c.last.Store(t)
+	return t
+}
+
+// quotaKinds returns the quota.Kind* bits of im: none without quotas,
+// which is the cost of quotas on the request path when none is set.
+func (b *Broker) quotaKinds(im *Image) uint8 {
+	if im.ClientQuotas == nil {
+		return 0
+	}
+	return b.quotaTab.of(im.ClientQuotas).kinds
 }
 
 // quotaBroker is the broker as the quota handlers' quota.Broker.
 type quotaBroker struct{ b *Broker }
 
-func (q quotaBroker) ClientQuotas() quota.Values { return q.b.currentImage().clientQuotas }
+func (q quotaBroker) ClientQuotas() quota.Values {
+	return q.b.quotaTab.of(q.b.currentImage().ClientQuotas).vals
+}
 
-func (q quotaBroker) CommitClientQuotas(recs []*ClientQuotaRecord) error {
+func (q quotaBroker) CommitClientQuotas(recs []*quota.ClientQuotaRecord) error {
 	mrecs := make([]MetadataRecord, len(recs))
 	for i, r := range recs {
-		mrecs[i] = MetadataRecord{ClientQuota: r}
+		parts := make([]ClientQuotaEntityPart, len(r.Entity))
+		for j, p := range r.Entity {
+			parts[j] = ClientQuotaEntityPart(p)
+		}
+		mrecs[i] = MetadataRecord{ClientQuota: &ClientQuotaRecord{Entity: parts, Key: r.Key, Value: r.Value, Remove: r.Remove}}
 	}
 	b := q.b
 	b.ctrlMu.Lock()
 	defer b.ctrlMu.Unlock()
-	next, err := b.meta.commit(b.currentImage(), mrecs)
+	next, err := b.meta.Commit(b.currentImage(), mrecs)
 	if err != nil {
 		return commitErr(err)
 	}
@@ -93,9 +145,9 @@ func (b *Broker) holdThrottled(r *wire.Request, d time.Duration) {
 
 // produceQuota records a Produce request's record bytes against the
 // client's producer_byte_rate and returns the throttle time. Call only
-// with im.quotaKinds set.
+// with quotas in im (b.quotaKinds).
 func (b *Broker) produceQuota(im *Image, r *wire.Request, req *kmsg.ProduceRequest) time.Duration {
-	if im.quotaKinds&quota.KindProduce == 0 {
+	if b.quotaKinds(im)&quota.KindProduce == 0 {
 		return 0
 	}
 	var n int64
@@ -104,15 +156,15 @@ func (b *Broker) produceQuota(im *Image, r *wire.Request, req *kmsg.ProduceReque
 			n += int64(len(req.Topics[i].Partitions[j].Records))
 		}
 	}
-	return b.quotas.Record(im.clientQuotas, quota.Produce, quotaUser(connOf(r)), r.ClientID, n, time.Now())
+	return b.quotas.Record(b.quotaTab.of(im.ClientQuotas).vals, quota.Produce, quotaUser(connOf(r)), r.ClientID, n, time.Now())
 }
 
 // fetchQuota records a Fetch response's record bytes against the client's
 // consumer_byte_rate; when over quota it writes the throttle time into the
 // encoded response (out, from encodeFetchResponse) and holds it. Call only
-// with im.quotaKinds set.
+// with quotas in im (b.quotaKinds).
 func (b *Broker) fetchQuota(im *Image, r *wire.Request, outs []fetchTopicOut, out any) {
-	if im.quotaKinds&quota.KindFetch == 0 {
+	if b.quotaKinds(im)&quota.KindFetch == 0 {
 		return
 	}
 	var n int64
@@ -121,7 +173,7 @@ func (b *Broker) fetchQuota(im *Image, r *wire.Request, outs []fetchTopicOut, ou
 			n += int64(outs[i].parts[j].bytes)
 		}
 	}
-	d := b.quotas.Record(im.clientQuotas, quota.Fetch, quotaUser(connOf(r)), r.ClientID, n, time.Now())
+	d := b.quotas.Record(b.quotaTab.of(im.ClientQuotas).vals, quota.Fetch, quotaUser(connOf(r)), r.ClientID, n, time.Now())
 	if d <= 0 {
 		return
 	}

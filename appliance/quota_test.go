@@ -19,7 +19,7 @@ func metaTestBroker(t *testing.T, dir string) *Broker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { meta.close() })
+	t.Cleanup(func() { meta.Close() })
 	b.meta = meta
 	b.image.Store(im)
 	return b
@@ -28,7 +28,7 @@ func metaTestBroker(t *testing.T, dir string) *Broker {
 // replayImage reopens the metadata log in dir as a restart does.
 func replayImage(t *testing.T, b *Broker, dir string) *Image {
 	t.Helper()
-	b.meta.close()
+	b.meta.Close()
 	meta, im, err := openMetadataLog(dir, b.log)
 	if err != nil {
 		t.Fatal(err)
@@ -84,14 +84,14 @@ func TestClientQuotaHandlersPersist(t *testing.T) {
 	}
 	check := func(im *Image) {
 		t.Helper()
-		if v := im.clientQuotas[quotaEntity{ClientID: quota.Named("app")}]; v[quota.ProducerByteRate] != 1<<20 || v[quota.ConsumerByteRate] != 2<<20 {
+		if v := buildQuotaTable(im.ClientQuotas).vals[quotaEntity{ClientID: quota.Named("app")}]; v[quota.ProducerByteRate] != 1<<20 || v[quota.ConsumerByteRate] != 2<<20 {
 			t.Errorf("client app quotas %v", v)
 		}
-		if v := im.clientQuotas[quotaEntity{User: quota.Default()}]; v[quota.RequestPercentage] != 50 {
+		if v := buildQuotaTable(im.ClientQuotas).vals[quotaEntity{User: quota.Default()}]; v[quota.RequestPercentage] != 50 {
 			t.Errorf("default user quotas %v", v)
 		}
-		if len(im.clientQuotas) != 2 || im.quotaKinds != quota.KindProduce|quota.KindFetch {
-			t.Errorf("quotas %v kinds %b", im.clientQuotas, im.quotaKinds)
+		if len(buildQuotaTable(im.ClientQuotas).vals) != 2 || buildQuotaTable(im.ClientQuotas).kinds != quota.KindProduce|quota.KindFetch {
+			t.Errorf("quotas %v kinds %b", buildQuotaTable(im.ClientQuotas).vals, buildQuotaTable(im.ClientQuotas).kinds)
 		}
 	}
 	check(b.currentImage())
@@ -112,7 +112,7 @@ func TestClientQuotaHandlersPersist(t *testing.T) {
 	// Removing every key removes the entity.
 	alter(false, entry(app, op(quota.ProducerByteRate, 0, true), op(quota.ConsumerByteRate, 0, true)))
 	im := replayImage(t, b, dir)
-	if _, ok := im.clientQuotas[quotaEntity{ClientID: quota.Named("app")}]; ok || im.quotaKinds != 0 {
-		t.Errorf("after removal: %v kinds %b", im.clientQuotas, im.quotaKinds)
+	if _, ok := buildQuotaTable(im.ClientQuotas).vals[quotaEntity{ClientID: quota.Named("app")}]; ok || buildQuotaTable(im.ClientQuotas).kinds != 0 {
+		t.Errorf("after removal: %v kinds %b", buildQuotaTable(im.ClientQuotas).vals, buildQuotaTable(im.ClientQuotas).kinds)
 	}
 }

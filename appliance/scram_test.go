@@ -49,15 +49,15 @@ func TestScramHandlersPersist(t *testing.T) {
 	}
 	check := func(im *Image) {
 		t.Helper()
-		if users := security.Credentials(im.scram).Users(); len(users) != 2 || users[0] != "alice" || users[1] != "bob" {
+		if users := scramCredentials(im.Scram).Users(); len(users) != 2 || users[0] != "alice" || users[1] != "bob" {
 			t.Errorf("users %v", users)
 		}
-		c, ok := im.scramCredential("alice", security.ScramSHA512)
+		c, ok := scramCredential(im, "alice", security.ScramSHA512)
 		want := security.NewScramCredential(security.ScramSHA512, []byte("salt"), []byte("salted-alice"), 16384)
 		if !ok || c.Iterations != 16384 || !bytes.Equal(c.StoredKey, want.StoredKey) || !bytes.Equal(c.ServerKey, want.ServerKey) || string(c.Salt) != "salt" {
 			t.Errorf("alice SCRAM-SHA-512: %+v %v", c, ok)
 		}
-		if _, ok := im.scramCredential("bob", security.ScramSHA256); ok {
+		if _, ok := scramCredential(im, "bob", security.ScramSHA256); ok {
 			t.Errorf("bob has a SCRAM-SHA-256 credential")
 		}
 	}
@@ -87,14 +87,14 @@ func TestScramHandlersPersist(t *testing.T) {
 	if got["alice"] != kerr.UnacceptableCredential.Code {
 		t.Errorf("mixed alteration: %v", got)
 	}
-	if _, ok := b.currentImage().scramCredential("alice", 1); !ok {
+	if _, ok := scramCredential(b.currentImage(), "alice", 1); !ok {
 		t.Errorf("alice's SCRAM-SHA-256 credential deleted by a failed request")
 	}
 	got = alter([]kmsg.AlterUserSCRAMCredentialsRequestDeletion{del("alice", 1), del("alice", 2), del("bob", 2)}, nil)
 	if got["alice"] != 0 || got["bob"] != 0 {
 		t.Errorf("deletions: %v", got)
 	}
-	if im := replayImage(t, b, dir); len(security.Credentials(im.scram).Users()) != 0 {
-		t.Errorf("users after deletion: %v", security.Credentials(im.scram).Users())
+	if im := replayImage(t, b, dir); len(scramCredentials(im.Scram).Users()) != 0 {
+		t.Errorf("users after deletion: %v", scramCredentials(im.Scram).Users())
 	}
 }

@@ -141,30 +141,6 @@ func (b *Broker) validateGroupConfig(name, value string) error {
 	return nil
 }
 
-// applyGroupConfig returns m with rec applied, copying what changes (the
-// image is immutable).
-func applyGroupConfig(m map[string]map[string]string, rec *ConfigRecord) map[string]map[string]string {
-	out := make(map[string]map[string]string, len(m)+1)
-	for k, v := range m {
-		out[k] = v
-	}
-	g := make(map[string]string, len(out[rec.Name])+1)
-	for k, v := range out[rec.Name] {
-		g[k] = v
-	}
-	if rec.Value == nil {
-		delete(g, rec.Key)
-	} else {
-		g[rec.Key] = *rec.Value
-	}
-	if len(g) == 0 {
-		delete(out, rec.Name)
-	} else {
-		out[rec.Name] = g
-	}
-	return out
-}
-
 // alterGroupConfigs applies IncrementalAlterConfigs operations (SET,
 // DELETE) to the GROUP resource group, as one metadata batch. APPEND and
 // SUBTRACT answer INVALID_CONFIG: no group config is a list.
@@ -205,7 +181,7 @@ func (b *Broker) alterGroupConfigs(group string, ops []kmsg.IncrementalAlterConf
 	}
 	b.ctrlMu.Lock()
 	defer b.ctrlMu.Unlock()
-	next, err := b.meta.commit(b.currentImage(), recs)
+	next, err := b.meta.Commit(b.currentImage(), recs)
 	if err != nil {
 		return commitErr(err)
 	}

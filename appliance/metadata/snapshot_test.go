@@ -1,4 +1,4 @@
-package appliance
+package metadata
 
 import (
 	"bytes"
@@ -10,8 +10,6 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/ringbroker/ringbroker/appliance/quota"
-	"github.com/ringbroker/ringbroker/appliance/security"
 	"github.com/ringbroker/ringbroker/cluster/records"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -21,8 +19,8 @@ import (
 func imageBytes(t *testing.T, im *Image) []byte {
 	t.Helper()
 	var out []byte
-	for _, r := range imageRecords(im) {
-		br, err := toBinaryRecord(r)
+	for _, r := range ImageRecords(im) {
+		br, err := ToBinary(r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,11 +55,11 @@ func sameImage(t *testing.T, what string, got, want *Image) {
 		}
 		return out
 	}
-	acls := func(s *ACLSet) map[ACLID]ACLBinding {
+	acls := func(s *ACLBindings) map[ACLID]ACLBinding {
 		if s == nil {
 			return nil
 		}
-		ids, bs := s.Bindings()
+		ids, bs := s.All()
 		out := make(map[ACLID]ACLBinding, len(ids))
 		for i, id := range ids {
 			out[id] = bs[i]
@@ -78,9 +76,8 @@ func sameImage(t *testing.T, what string, got, want *Image) {
 		{"group configs", len(got.GroupConfigs), len(want.GroupConfigs)},
 		{"next producer id", got.NextProducerID, want.NextProducerID},
 		{"ACLs", gotACLs, wantACLs},
-		{"client quotas", got.clientQuotas, want.clientQuotas},
-		{"quota kinds", got.quotaKinds, want.quotaKinds},
-		{"SCRAM credentials", got.scram, want.scram},
+		{"client quotas", got.ClientQuotas.All(), want.ClientQuotas.All()},
+		{"SCRAM credentials", got.Scram, want.Scram},
 	} {
 		if !reflect.DeepEqual(c.got, c.want) {
 			t.Fatalf("%s: %s differ:\n got %v\nwant %v", what, c.field, c.got, c.want)
@@ -91,11 +88,11 @@ func sameImage(t *testing.T, what string, got, want *Image) {
 // snapshotWorkload commits a mix of every record kind the controller
 // writes to m until at least one snapshot is written and the log goes on
 // after the newest one; it returns the last image.
-func snapshotWorkload(t *testing.T, m *metadataLog, im *Image) *Image {
+func snapshotWorkload(t *testing.T, m *Log, im *Image) *Image {
 	t.Helper()
-	commit := func(recs ...MetadataRecord) {
+	commit := func(recs ...Record) {
 		t.Helper()
-		next, err := m.commit(im, recs)
+		next, err := m.Commit(im, recs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,23 +100,23 @@ func snapshotWorkload(t *testing.T, m *metadataLog, im *Image) *Image {
 	}
 	var prev TopicID
 	for i := 0; i < 400; i++ {
-		id := newTopicID()
+		id := NewTopicID()
 		name := fmt.Sprintf("topic-%03d", i)
 		v := fmt.Sprint(1000 * i)
-		commit(append(topicRecs(name, id, int32(1+i%3)), MetadataRecord{Config: &ConfigRecord{ResourceType: 2, Name: name, Key: "retention.ms", Value: &v}})...)
+		commit(append(topicRecs(name, id, int32(1+i%3)), Record{Config: &ConfigRecord{ResourceType: 2, Name: name, Key: "retention.ms", Value: &v}})...)
 		switch i % 5 {
 		case 1:
-			commit(MetadataRecord{RemoveTopic: &RemoveTopicRecord{ID: prev}})
+			commit(Record{RemoveTopic: &RemoveTopicRecord{ID: prev}})
 		case 2:
-			commit(MetadataRecord{ACL: &AccessControlEntryRecord{ID: security.NewACLID(), ACLBinding: ACLBinding{ResourceType: int8(kmsg.ACLResourceTypeTopic),
+			commit(Record{ACL: &AccessControlEntryRecord{ID: newACLID(), ACLBinding: ACLBinding{ResourceType: int8(kmsg.ACLResourceTypeTopic),
 				ResourceName: name, PatternType: 3, Principal: "User:u" + name, Host: "*", Operation: 3, Permission: int8(kmsg.ACLPermissionTypeAllow)}}})
 		case 3:
-			commit(MetadataRecord{ClientQuota: &ClientQuotaRecord{Entity: []ClientQuotaEntityPart{{Type: "user", Name: strp(name)}}, Key: quota.ProducerByteRate, Value: float64(i)}},
-				MetadataRecord{UserScramCredential: &UserScramCredentialRecord{Name: name, Mechanism: security.ScramSHA256, Salt: []byte{1}, StoredKey: []byte{2}, ServerKey: []byte{3}, Iterations: 4096}})
+			commit(Record{ClientQuota: &ClientQuotaRecord{Entity: []ClientQuotaEntityPart{{Type: "user", Name: strp(name)}}, Key: producerByteRate, Value: float64(i)}},
+				Record{UserScramCredential: &UserScramCredentialRecord{Name: name, Mechanism: scramSHA256, Salt: []byte{1}, StoredKey: []byte{2}, ServerKey: []byte{3}, Iterations: 4096}})
 		case 4:
-			commit(MetadataRecord{ProducerIDs: &ProducerIDsRecord{BrokerID: 1, NextProducerID: im.NextProducerID + 1000}},
-				MetadataRecord{Config: &ConfigRecord{ResourceType: 4, Name: "1", Key: "log.retention.ms", Value: &v}},
-				MetadataRecord{Config: &ConfigRecord{ResourceType: 2, Name: name, Key: "retention.ms"}})
+			commit(Record{ProducerIDs: &ProducerIDsRecord{BrokerID: 1, NextProducerID: im.NextProducerID + 1000}},
+				Record{Config: &ConfigRecord{ResourceType: 4, Name: "1", Key: "log.retention.ms", Value: &v}},
+				Record{Config: &ConfigRecord{ResourceType: 2, Name: name, Key: "retention.ms"}})
 		}
 		prev = id
 		ends, err := listSnapshots(m.dir)
@@ -142,15 +139,15 @@ func snapshotWorkload(t *testing.T, m *metadataLog, im *Image) *Image {
 func TestMetadataSnapshotRestart(t *testing.T) {
 	dir := t.TempDir()
 	logger := slog.New(slog.DiscardHandler)
-	opts := metadataLogOptions{SnapshotBytes: 4096}
-	m, im, err := openMetadataLogWith(dir, logger, opts)
+	opts := LogOptions{SnapshotBytes: 4096, Checks: testChecks{}}
+	m, im, err := OpenLog(dir, logger, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	im = snapshotWorkload(t, m, im)
-	m.close()
+	m.Close()
 
-	metaDir := filepath.Join(dir, metadataTopic+"-0")
+	metaDir := filepath.Join(dir, Topic+"-0")
 	ends, err := listSnapshots(metaDir)
 	if err != nil || len(ends) != snapshotsKept {
 		t.Fatalf("snapshots %v (%v), want %d kept", ends, err, snapshotsKept)
@@ -159,25 +156,25 @@ func TestMetadataSnapshotRestart(t *testing.T) {
 		t.Fatalf("snapshot file name: %v", err)
 	}
 
-	m2, fromSnap, err := openMetadataLogWith(dir, logger, opts)
+	m2, fromSnap, err := OpenLog(dir, logger, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tail := m2.sinceSnapshot
-	m2.close()
+	m2.Close()
 	sameImage(t, "snapshot + tail vs the image in force", fromSnap, im)
 
 	full := t.TempDir()
 	copyDir(t, dir, full)
 	for _, end := range ends {
-		os.Remove(filepath.Join(full, metadataTopic+"-0", snapshotName(end, 0)))
+		os.Remove(filepath.Join(full, Topic+"-0", snapshotName(end, 0)))
 	}
-	m3, replayed, err := openMetadataLogWith(full, logger, opts)
+	m3, replayed, err := OpenLog(full, logger, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	whole := m3.sinceSnapshot
-	m3.close()
+	m3.Close()
 	sameImage(t, "snapshot + tail vs a full replay", fromSnap, replayed)
 	if tail <= 0 || tail >= whole {
 		t.Fatalf("restart read %d bytes of log after the snapshot, a full replay %d: the snapshot was not used", tail, whole)
@@ -204,15 +201,15 @@ func lastBatchStart(t *testing.T, raw []byte) int {
 // replayed. Each gives the image in force before the restart.
 func TestMetadataSnapshotTorn(t *testing.T) {
 	logger := slog.New(slog.DiscardHandler)
-	opts := metadataLogOptions{SnapshotBytes: 4096}
+	opts := LogOptions{SnapshotBytes: 4096, Checks: testChecks{}}
 	src := t.TempDir()
-	m, im, err := openMetadataLogWith(src, logger, opts)
+	m, im, err := OpenLog(src, logger, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	im = snapshotWorkload(t, m, im)
-	m.close()
-	ends, err := listSnapshots(filepath.Join(src, metadataTopic+"-0"))
+	m.Close()
+	ends, err := listSnapshots(filepath.Join(src, Topic+"-0"))
 	if err != nil || len(ends) != 2 {
 		t.Fatalf("snapshots %v, %v", ends, err)
 	}
@@ -233,7 +230,7 @@ func TestMetadataSnapshotTorn(t *testing.T) {
 					bad = ends
 				}
 				for _, end := range bad {
-					p := filepath.Join(dir, metadataTopic+"-0", snapshotName(end, 0))
+					p := filepath.Join(dir, Topic+"-0", snapshotName(end, 0))
 					raw, err := os.ReadFile(p)
 					if err != nil {
 						t.Fatal(err)
@@ -242,11 +239,11 @@ func TestMetadataSnapshotTorn(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				m, got, err := openMetadataLogWith(dir, logger, opts)
+				m, got, err := OpenLog(dir, logger, opts)
 				if err != nil {
 					t.Fatalf("open with bad snapshots (both %v): %v", both, err)
 				}
-				m.close()
+				m.Close()
 				sameImage(t, fmt.Sprintf("%s, both bad %v", name, both), got, im)
 			}
 		})
@@ -256,19 +253,19 @@ func TestMetadataSnapshotTorn(t *testing.T) {
 // FuzzDecodeSnapshot: the snapshot decoder never panics, and what it
 // accepts is an image that encodes again to a snapshot it accepts equal.
 func FuzzDecodeSnapshot(f *testing.F) {
-	im := emptyImage()
+	im := NewImage(testChecks{})
 	var err error
 	recs := topicRecs("a", TopicID{1}, 2)
 	v := "1000"
-	recs = append(recs, MetadataRecord{Config: &ConfigRecord{ResourceType: 2, Name: "a", Key: "retention.ms", Value: &v}},
-		MetadataRecord{ProducerIDs: &ProducerIDsRecord{BrokerID: 1, NextProducerID: 1000}},
-		MetadataRecord{ACL: &AccessControlEntryRecord{ID: ACLID{2}, ACLBinding: ACLBinding{ResourceType: int8(kmsg.ACLResourceTypeTopic), ResourceName: "a", PatternType: 3, Principal: "User:x", Host: "*", Operation: 3, Permission: int8(kmsg.ACLPermissionTypeAllow)}}},
-		MetadataRecord{ClientQuota: &ClientQuotaRecord{Entity: []ClientQuotaEntityPart{{Type: "user"}}, Key: quota.ProducerByteRate, Value: 5}},
-		MetadataRecord{UserScramCredential: &UserScramCredentialRecord{Name: "u", Mechanism: security.ScramSHA512, Salt: []byte{1}, StoredKey: []byte{2}, ServerKey: []byte{3}, Iterations: 8192}})
+	recs = append(recs, Record{Config: &ConfigRecord{ResourceType: 2, Name: "a", Key: "retention.ms", Value: &v}},
+		Record{ProducerIDs: &ProducerIDsRecord{BrokerID: 1, NextProducerID: 1000}},
+		Record{ACL: &AccessControlEntryRecord{ID: ACLID{2}, ACLBinding: ACLBinding{ResourceType: int8(kmsg.ACLResourceTypeTopic), ResourceName: "a", PatternType: 3, Principal: "User:x", Host: "*", Operation: 3, Permission: int8(kmsg.ACLPermissionTypeAllow)}}},
+		Record{ClientQuota: &ClientQuotaRecord{Entity: []ClientQuotaEntityPart{{Type: "user"}}, Key: producerByteRate, Value: 5}},
+		Record{UserScramCredential: &UserScramCredentialRecord{Name: "u", Mechanism: scramSHA512, Salt: []byte{1}, StoredKey: []byte{2}, ServerKey: []byte{3}, Iterations: 8192}})
 	if im, err = im.Apply(int64(len(recs))-1, recs); err != nil {
 		f.Fatal(err)
 	}
-	for _, i := range []*Image{emptyImage(), im} {
+	for _, i := range []*Image{NewImage(testChecks{}), im} {
 		raw, err := encodeSnapshot(i)
 		if err != nil {
 			f.Fatal(err)
@@ -277,7 +274,7 @@ func FuzzDecodeSnapshot(f *testing.F) {
 		f.Add(raw[:len(raw)-3])
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		got, err := decodeSnapshot(raw, 10)
+		got, err := decodeSnapshot(raw, 10, testChecks{})
 		if err != nil {
 			return
 		}
@@ -285,7 +282,7 @@ func FuzzDecodeSnapshot(f *testing.F) {
 		if err != nil {
 			t.Fatalf("decoded image does not encode: %v", err)
 		}
-		back, err := decodeSnapshot(again, 10)
+		back, err := decodeSnapshot(again, 10, testChecks{})
 		if err != nil {
 			t.Fatalf("re-encoded snapshot does not decode: %v", err)
 		}
@@ -301,15 +298,15 @@ func FuzzDecodeSnapshot(f *testing.F) {
 // an error.
 func TestMetadataPartitionChangeReplay(t *testing.T) {
 	id := TopicID{7}
-	im, err := emptyImage().Apply(2, topicRecs("t", id, 2))
+	im, err := NewImage(testChecks{}).Apply(2, topicRecs("t", id, 2))
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl := newRecordConverter(im)
+	pl := NewConverter(im)
 	ch := records.NewPartitionChangeRecord(records.UUID(id), 1)
 	ch.ISR = []int32{1, 2}
 	ch.Leader = 2
-	out, err := pl.convert(nil, ch)
+	out, err := pl.Convert(nil, ch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +317,7 @@ func TestMetadataPartitionChangeReplay(t *testing.T) {
 	// A second change in the same batch starts from the first.
 	ch2 := records.NewPartitionChangeRecord(records.UUID(id), 1)
 	ch2.Replicas = []int32{1, 2}
-	if out, err = pl.convert(out, ch2); err != nil {
+	if out, err = pl.Convert(out, ch2); err != nil {
 		t.Fatal(err)
 	}
 	if p := out[1].Partition; p.Leader != 2 || p.LeaderEpoch != 1 || !reflect.DeepEqual(p.ISR, []int32{1, 2}) || !reflect.DeepEqual(p.Replicas, []int32{1, 2}) {
@@ -330,7 +327,7 @@ func TestMetadataPartitionChangeReplay(t *testing.T) {
 	if err != nil || next.Topics["t"].Partitions[1].Leader != 2 {
 		t.Fatalf("apply: %v", err)
 	}
-	if _, err := pl.convert(nil, records.NewPartitionChangeRecord(records.UUID(id), 5)); err == nil {
+	if _, err := pl.Convert(nil, records.NewPartitionChangeRecord(records.UUID(id), 5)); err == nil {
 		t.Fatal("change of an unknown partition accepted")
 	}
 }

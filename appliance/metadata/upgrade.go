@@ -1,4 +1,4 @@
-package appliance
+package metadata
 
 import (
 	"encoding/json"
@@ -76,7 +76,7 @@ func recoverUpgrade(dir string) error {
 
 // upgradeMetadataLog rewrites the JSON metadata log in dir, opened as old,
 // as binary records (see the file comment). It closes old.
-func (m *metadataLog) upgradeMetadataLog(old *nvme.Log) error {
+func (m *Log) upgradeMetadataLog(old *nvme.Log) error {
 	dir := m.dir
 	oldOpen := true
 	defer func() {
@@ -108,7 +108,7 @@ func (m *metadataLog) upgradeMetadataLog(old *nvme.Log) error {
 		if len(batch) == 0 {
 			return nil
 		}
-		if _, err := nl.Append(appendBatch(nil, time.Now().UnixMilli(), 0, -1, -1, -1, batch), nvme.AppendOptions{MaxMessageBytes: 1 << 30}); err != nil {
+		if _, err := nl.Append(nvme.AppendBatch(nil, time.Now().UnixMilli(), 0, -1, -1, -1, batch), nvme.AppendOptions{MaxMessageBytes: 1 << 30}); err != nil {
 			return fmt.Errorf("cannot append to upgraded metadata log: %w", err)
 		}
 		batch = batch[:0]
@@ -129,7 +129,7 @@ func (m *metadataLog) upgradeMetadataLog(old *nvme.Log) error {
 			if _, err := unix.Pread(int(c.File.Fd()), buf, c.Pos); err != nil {
 				return fmt.Errorf("cannot read metadata log: %w", err)
 			}
-			err := readBatches(buf, func(b *kmsg.RecordBatch, offset int64, r *kmsg.Record) error {
+			err := nvme.ReadBatches(buf, func(b *kmsg.RecordBatch, offset int64, r *kmsg.Record) error {
 				if b.FirstOffset != batchBase {
 					if err := flush(); err != nil {
 						return err
@@ -138,11 +138,11 @@ func (m *metadataLog) upgradeMetadataLog(old *nvme.Log) error {
 				}
 				v := r.Value
 				if len(v) > 0 && v[0] == jsonRecordStart {
-					var mr MetadataRecord
+					var mr Record
 					if err := json.Unmarshal(v, &mr); err != nil {
 						return fmt.Errorf("cannot decode JSON metadata record at offset %d: %w", offset, err)
 					}
-					br, err := toBinaryRecord(mr)
+					br, err := ToBinary(mr)
 					if err != nil {
 						return fmt.Errorf("cannot convert JSON metadata record at offset %d: %w", offset, err)
 					}

@@ -1,4 +1,4 @@
-package appliance
+package metadata
 
 import (
 	"errors"
@@ -10,23 +10,22 @@ import (
 
 	"github.com/ringbroker/ringbroker/cluster/records"
 	"github.com/ringbroker/ringbroker/nvme"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
 )
 
-// metadataTopic is the log that holds the metadata records (KRaft's name).
-const metadataTopic = "__cluster_metadata"
+// Topic is the log that holds the metadata records (KRaft's name).
+const Topic = "__cluster_metadata"
 
-// metadataLog stores metadata records as record batches in
+// Log stores metadata records as record batches in
 // <log.dirs>/__cluster_metadata-0, one cluster/records binary record per
 // Kafka record (a log of JSON records, as written before, is upgraded
-// once: metadata_upgrade.go), with snapshots of the image beside it
-// (metadata_snapshot.go). It is
+// once: upgrade.go), with snapshots of the image beside it
+// (snapshot.go). It is
 // the seam that the Raft quorum will replicate: today one node appends,
 // fdatasyncs and applies. Not safe for concurrent use: the controller mutex
 // serialises it.
-type metadataLog struct {
+type Log struct {
 	log    *nvme.Log
 	dir    string
 	logger *slog.Logger
@@ -38,20 +37,25 @@ type metadataLog struct {
 	// undo is a change the controller could not write while the log was
 	// broken, to append first when it is back: the removal of a topic
 	// whose creation is in the log but whose partitions did not open
-	// (createTopic). after is the offset of the log's last record then.
+	// (appliance's createTopic). after is the offset of the log's last record then.
 	undo *metadataUndo
 	// snapshotBytes is metadata.log.max.record.bytes.between.snapshots;
 	// sinceSnapshot counts the record bytes appended or replayed after
 	// the latest snapshot.
 	snapshotBytes int64
 	sinceSnapshot int64
+	// checks are the concepts' checks of the images the log builds.
+	checks Checks
 }
 
-// metadataLogOptions configures openMetadataLogWith.
-type metadataLogOptions struct {
+// LogOptions configures OpenLog.
+type LogOptions struct {
 	// SnapshotBytes is metadata.log.max.record.bytes.between.snapshots
 	// (default 20 MiB, Kafka's).
 	SnapshotBytes int64
+	// Checks validate other concepts' records in the images the log
+	// builds (NewImage); nil: none.
+	Checks Checks
 }
 
 // defaultMetadataSnapshotBytes is Kafka's default of
@@ -60,25 +64,21 @@ const defaultMetadataSnapshotBytes = 20 << 20
 
 type metadataUndo struct {
 	after int64
-	recs  []MetadataRecord
+	recs  []Record
 }
 
-// errMetadataStorage marks a commit that failed on the metadata log's
-// storage (answered KAFKA_STORAGE_ERROR, see commitErr), as opposed to a
-// change that does not apply.
-var errMetadataStorage = errors.New("metadata log storage")
+// ErrStorage marks a commit that failed on the metadata log's storage
+// (appliance answers KAFKA_STORAGE_ERROR), as opposed to a change that
+// does not apply.
+var ErrStorage = errors.New("metadata log storage")
 
-func openMetadataLog(logDir string, logger *slog.Logger) (*metadataLog, *Image, error) {
-	return openMetadataLogWith(logDir, logger, metadataLogOptions{})
-}
-
-// openMetadataLogWith opens (creating, upgrading or recovering) the
+// OpenLog opens (creating, upgrading or recovering) the
 // metadata log under logDir and returns it with its image.
-func openMetadataLogWith(logDir string, logger *slog.Logger, o metadataLogOptions) (*metadataLog, *Image, error) {
+func OpenLog(logDir string, logger *slog.Logger, o LogOptions) (*Log, *Image, error) {
 	if o.SnapshotBytes <= 0 {
 		o.SnapshotBytes = defaultMetadataSnapshotBytes
 	}
-	m := &metadataLog{dir: filepath.Join(logDir, metadataTopic+"-0"), logger: logger, snapshotBytes: o.SnapshotBytes}
+	m := &Log{checks: o.Checks, dir: filepath.Join(logDir, Topic+"-0"), logger: logger, snapshotBytes: o.SnapshotBytes}
 	im, err := m.open()
 	if err != nil {
 		return nil, nil, err
@@ -89,7 +89,7 @@ func openMetadataLogWith(logDir string, logger *slog.Logger, o metadataLogOption
 // open opens the log and rebuilds its image: the latest snapshot that
 // reads whole, then the records after it. A log of JSON records is
 // upgraded first.
-func (m *metadataLog) open() (*Image, error) {
+func (m *Log) open() (*Image, error) {
 	if err := recoverUpgrade(m.dir); err != nil {
 		return nil, err
 	}
@@ -118,9 +118,9 @@ func (m *metadataLog) open() (*Image, error) {
 
 // load rebuilds the image from the latest snapshot and the log after
 // it, or from the whole log.
-func (m *metadataLog) load() (*Image, error) {
+func (m *Log) load() (*Image, error) {
 	m.sinceSnapshot = 0
-	im := emptyImage()
+	im := NewImage(m.checks)
 	if s := m.loadLatestSnapshot(m.log.LogEndOffset()); s != nil {
 		im = s
 	}
@@ -135,7 +135,7 @@ func (m *metadataLog) load() (*Image, error) {
 // that was written whole but not acknowledged (its fdatasync failed) is
 // left for the next start to apply, as a crash would; until then the log
 // stays offline.
-func (m *metadataLog) repair(im *Image) (*Image, error) {
+func (m *Log) repair(im *Image) (*Image, error) {
 	if m.log != nil {
 		_ = m.log.Close() // offline: its error is the one in broken
 		m.log = nil
@@ -170,29 +170,29 @@ func (m *metadataLog) repair(im *Image) (*Image, error) {
 	return base, nil
 }
 
-// deferUndo records recs to append once the broken log is repaired, when
+// DeferUndo records recs to append once the broken log is repaired, when
 // it still ends at after (see undo).
-func (m *metadataLog) deferUndo(after int64, recs []MetadataRecord) {
+func (m *Log) DeferUndo(after int64, recs []Record) {
 	m.undo = &metadataUndo{after: after, recs: recs}
 }
 
 // fail takes the log offline after a failed append or fdatasync.
-func (m *metadataLog) fail(err error) error {
+func (m *Log) fail(err error) error {
 	if m.broken == nil {
 		m.logger.Error("metadata log offline: topic, config, ACL and quota changes fail until a write succeeds again", "dir", m.dir, "err", err)
 	}
 	m.broken = err
 	m.offline.Store(true)
-	return fmt.Errorf("%w: %w", errMetadataStorage, err)
+	return fmt.Errorf("%w: %w", ErrStorage, err)
 }
 
 // replay applies the records after im.Offset to im, a batch (one atomic
 // change) at a time.
-func (m *metadataLog) replay(im *Image) (*Image, error) { return m.replayBatches(im, nil) }
+func (m *Log) replay(im *Image) (*Image, error) { return m.ReplayBatches(im, nil) }
 
-// replayBatches is replay that also hands each batch, as applied, to fn
+// ReplayBatches is replay that also hands each batch, as applied, to fn
 // (when not nil) with the offset of its last record.
-func (m *metadataLog) replayBatches(im *Image, fn func(last int64, recs []MetadataRecord) error) (*Image, error) {
+func (m *Log) ReplayBatches(im *Image, fn func(last int64, recs []Record) error) (*Image, error) {
 	off := max(im.Offset+1, m.log.LogStartOffset())
 	end := m.log.LogEndOffset()
 	for off < end {
@@ -216,10 +216,10 @@ func (m *metadataLog) replayBatches(im *Image, fn func(last int64, recs []Metada
 				if len(batch) == 0 {
 					return nil
 				}
-				pl := newRecordConverter(im)
-				recs := make([]MetadataRecord, 0, len(batch))
+				pl := NewConverter(im)
+				recs := make([]Record, 0, len(batch))
 				for _, rec := range batch {
-					if recs, err = pl.convert(recs, rec); err != nil {
+					if recs, err = pl.Convert(recs, rec); err != nil {
 						return fmt.Errorf("cannot replay metadata batch ending at offset %d: %w", last, err)
 					}
 				}
@@ -235,7 +235,7 @@ func (m *metadataLog) replayBatches(im *Image, fn func(last int64, recs []Metada
 				im, batch = next, batch[:0]
 				return nil
 			}
-			err := readBatches(buf, func(b *kmsg.RecordBatch, offset int64, r *kmsg.Record) error {
+			err := nvme.ReadBatches(buf, func(b *kmsg.RecordBatch, offset int64, r *kmsg.Record) error {
 				if b.FirstOffset != batchBase {
 					if err := flush(); err != nil {
 						return err
@@ -265,8 +265,8 @@ func (m *metadataLog) replayBatches(im *Image, fn func(last int64, recs []Metada
 	return im, nil
 }
 
-// commit durably appends recs as one batch and returns the image with them applied.
-func (m *metadataLog) commit(im *Image, recs []MetadataRecord) (*Image, error) {
+// Commit durably appends recs as one batch and returns the image with them applied.
+func (m *Log) Commit(im *Image, recs []Record) (*Image, error) {
 	if len(recs) == 0 {
 		return im, nil
 	}
@@ -277,7 +277,7 @@ func (m *metadataLog) commit(im *Image, recs []MetadataRecord) (*Image, error) {
 	if m.broken != nil {
 		base, err := m.repair(im)
 		if err != nil {
-			return nil, fmt.Errorf("%w: metadata log offline (%v): %v", errMetadataStorage, m.broken, err)
+			return nil, fmt.Errorf("%w: metadata log offline (%v): %v", ErrStorage, m.broken, err)
 		}
 		im = base
 	}
@@ -286,16 +286,16 @@ func (m *metadataLog) commit(im *Image, recs []MetadataRecord) (*Image, error) {
 
 // append writes recs as one batch, fdatasyncs it and applies it to im; a
 // failure takes the log offline (fail).
-func (m *metadataLog) append(im *Image, recs []MetadataRecord) (*Image, error) {
+func (m *Log) append(im *Image, recs []Record) (*Image, error) {
 	krecs := make([]kmsg.Record, len(recs))
 	for i, r := range recs {
-		br, err := toBinaryRecord(r)
+		br, err := ToBinary(r)
 		if err != nil {
 			return nil, err
 		}
 		krecs[i] = kmsg.Record{Value: br.AppendTo(nil)}
 	}
-	batch := appendBatch(nil, time.Now().UnixMilli(), 0, -1, -1, -1, krecs)
+	batch := nvme.AppendBatch(nil, time.Now().UnixMilli(), 0, -1, -1, -1, krecs)
 	info, err := m.log.Append(batch, nvme.AppendOptions{MaxMessageBytes: 1 << 30})
 	if err != nil {
 		return nil, m.fail(fmt.Errorf("cannot append to metadata log: %w", err))
@@ -322,17 +322,12 @@ func (m *metadataLog) append(im *Image, recs []MetadataRecord) (*Image, error) {
 	return next, nil
 }
 
-// commitErr gives a failed commit its Kafka error code:
-// KAFKA_STORAGE_ERROR when the metadata log's storage failed, else
-// UNKNOWN_SERVER_ERROR.
-func commitErr(err error) error {
-	if errors.Is(err, errMetadataStorage) {
-		return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
-	}
-	return fmt.Errorf("%w: %v", kerr.UnknownServerError, err)
-}
+// Offline reports whether a failed write took the log offline (until a
+// commit repairs it). Safe for concurrent use.
+func (m *Log) Offline() bool { return m.offline.Load() }
 
-func (m *metadataLog) close() error {
+// Close closes the log.
+func (m *Log) Close() error {
 	if m.log == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package appliance
+package metadata
 
 import (
 	"fmt"
@@ -8,14 +8,14 @@ import (
 )
 
 // The metadata log stores cluster/records' binary records; the image and
-// the controller work with MetadataRecord. This file converts between the
+// the controller work with Record. This file converts between the
 // two at the log's boundary, and turns an image back into the records
 // that rebuild it (for snapshots).
 
-// toBinaryRecord converts one MetadataRecord to its record kind. The
+// ToBinary converts one Record to its record kind. The
 // partition's shard is not carried: a node places its partitions itself
 // (placer).
-func toBinaryRecord(r MetadataRecord) (records.Record, error) {
+func ToBinary(r Record) (records.Record, error) {
 	switch {
 	case r.Topic != nil:
 		return &records.TopicRecord{Name: r.Topic.Name, TopicID: records.UUID(r.Topic.ID)}, nil
@@ -67,14 +67,14 @@ func nonNilBytes(v []byte) []byte {
 	return v
 }
 
-// recordConverter turns the binary records of one batch into
-// MetadataRecords for Image.Apply. A PartitionChangeRecord carries only
+// Converter turns the binary records of one batch into
+// Records for Image.Apply. A PartitionChangeRecord carries only
 // what changed, so the converter tracks each partition's state before it:
 // from earlier records of the batch, else from the image. Records the
 // image does not model (broker registration, fencing, feature levels,
 // no-ops) are dropped. Where a partition lives on this node is not
-// metadata: the log manager places it (log_manager.go).
-type recordConverter struct {
+// metadata: the log manager places it (appliance's log manager).
+type Converter struct {
 	im *Image // the image the batch applies to
 	// batch holds the partitions this batch set so far, by topic and index.
 	batch map[TopicID]map[int32]PartitionRecord
@@ -82,13 +82,14 @@ type recordConverter struct {
 	fresh map[TopicID]bool
 }
 
-func newRecordConverter(im *Image) *recordConverter {
-	return &recordConverter{im: im}
+// NewConverter returns a converter for a batch that applies to im.
+func NewConverter(im *Image) *Converter {
+	return &Converter{im: im}
 }
 
 // current returns the partition's state before rec: from this batch,
 // else from the image.
-func (pl *recordConverter) current(topic TopicID, p int32) (PartitionRecord, bool) {
+func (pl *Converter) current(topic TopicID, p int32) (PartitionRecord, bool) {
 	if pr, ok := pl.batch[topic][p]; ok {
 		return pr, true
 	}
@@ -102,7 +103,7 @@ func (pl *recordConverter) current(topic TopicID, p int32) (PartitionRecord, boo
 	return PartitionRecord{}, false
 }
 
-func (pl *recordConverter) setPartition(pr PartitionRecord) {
+func (pl *Converter) setPartition(pr PartitionRecord) {
 	if pl.batch == nil {
 		pl.batch = map[TopicID]map[int32]PartitionRecord{}
 	}
@@ -112,20 +113,20 @@ func (pl *recordConverter) setPartition(pr PartitionRecord) {
 	pl.batch[pr.TopicID][pr.Partition] = pr
 }
 
-// convert appends rec's MetadataRecord to dst.
-func (pl *recordConverter) convert(dst []MetadataRecord, rec records.Record) ([]MetadataRecord, error) {
+// Convert appends rec's Record to dst.
+func (pl *Converter) Convert(dst []Record, rec records.Record) ([]Record, error) {
 	switch r := rec.(type) {
 	case *records.TopicRecord:
 		if pl.fresh == nil {
 			pl.fresh = map[TopicID]bool{}
 		}
 		pl.fresh[TopicID(r.TopicID)] = true
-		return append(dst, MetadataRecord{Topic: &TopicRecord{Name: r.Name, ID: TopicID(r.TopicID)}}), nil
+		return append(dst, Record{Topic: &TopicRecord{Name: r.Name, ID: TopicID(r.TopicID)}}), nil
 	case *records.PartitionRecord:
 		pr := PartitionRecord{TopicID: TopicID(r.TopicID), Partition: r.PartitionID, Replicas: r.Replicas, ISR: r.ISR,
 			Leader: r.Leader, LeaderEpoch: r.LeaderEpoch}
 		pl.setPartition(pr)
-		return append(dst, MetadataRecord{Partition: &pr}), nil
+		return append(dst, Record{Partition: &pr}), nil
 	case *records.PartitionChangeRecord:
 		cur, ok := pl.current(TopicID(r.TopicID), r.PartitionID)
 		if !ok {
@@ -142,30 +143,30 @@ func (pl *recordConverter) convert(dst []MetadataRecord, rec records.Record) ([]
 			cur.LeaderEpoch++
 		}
 		pl.setPartition(cur)
-		return append(dst, MetadataRecord{Partition: &cur}), nil
+		return append(dst, Record{Partition: &cur}), nil
 	case *records.ConfigRecord:
-		return append(dst, MetadataRecord{Config: &ConfigRecord{ResourceType: r.ResourceType, Name: r.ResourceName, Key: r.Name, Value: r.Value}}), nil
+		return append(dst, Record{Config: &ConfigRecord{ResourceType: r.ResourceType, Name: r.ResourceName, Key: r.Name, Value: r.Value}}), nil
 	case *records.RemoveTopicRecord:
-		return append(dst, MetadataRecord{RemoveTopic: &RemoveTopicRecord{ID: TopicID(r.TopicID)}}), nil
+		return append(dst, Record{RemoveTopic: &RemoveTopicRecord{ID: TopicID(r.TopicID)}}), nil
 	case *records.ProducerIdsRecord:
-		return append(dst, MetadataRecord{ProducerIDs: &ProducerIDsRecord{BrokerID: r.BrokerID, NextProducerID: r.NextProducerID}}), nil
+		return append(dst, Record{ProducerIDs: &ProducerIDsRecord{BrokerID: r.BrokerID, NextProducerID: r.NextProducerID}}), nil
 	case *records.AccessControlEntryRecord:
-		return append(dst, MetadataRecord{ACL: &AccessControlEntryRecord{ID: ACLID(r.ID), ACLBinding: ACLBinding{
+		return append(dst, Record{ACL: &AccessControlEntryRecord{ID: ACLID(r.ID), ACLBinding: ACLBinding{
 			ResourceType: r.ResourceType, ResourceName: r.ResourceName, PatternType: r.PatternType, Principal: r.Principal,
 			Host: r.Host, Operation: r.Operation, Permission: r.PermissionType}}}), nil
 	case *records.RemoveAccessControlEntryRecord:
-		return append(dst, MetadataRecord{RemoveACL: &RemoveAccessControlEntryRecord{ID: ACLID(r.ID)}}), nil
+		return append(dst, Record{RemoveACL: &RemoveAccessControlEntryRecord{ID: ACLID(r.ID)}}), nil
 	case *records.ClientQuotaRecord:
 		parts := make([]ClientQuotaEntityPart, len(r.Entity))
 		for i, e := range r.Entity {
 			parts[i] = ClientQuotaEntityPart{Type: e.EntityType, Name: e.EntityName}
 		}
-		return append(dst, MetadataRecord{ClientQuota: &ClientQuotaRecord{Entity: parts, Key: r.Key, Value: r.Value, Remove: r.Remove}}), nil
+		return append(dst, Record{ClientQuota: &ClientQuotaRecord{Entity: parts, Key: r.Key, Value: r.Value, Remove: r.Remove}}), nil
 	case *records.UserScramCredentialRecord:
-		return append(dst, MetadataRecord{UserScramCredential: &UserScramCredentialRecord{Name: r.Name, Mechanism: r.Mechanism,
+		return append(dst, Record{UserScramCredential: &UserScramCredentialRecord{Name: r.Name, Mechanism: r.Mechanism,
 			Salt: r.Salt, StoredKey: r.StoredKey, ServerKey: r.ServerKey, Iterations: r.Iterations}}), nil
 	case *records.RemoveUserScramCredentialRecord:
-		return append(dst, MetadataRecord{RemoveUserScramCredential: &RemoveUserScramCredentialRecord{Name: r.Name, Mechanism: r.Mechanism}}), nil
+		return append(dst, Record{RemoveUserScramCredential: &RemoveUserScramCredentialRecord{Name: r.Name, Mechanism: r.Mechanism}}), nil
 	case *records.NoOpRecord, *records.FeatureLevelRecord, *records.RegisterBrokerRecord, *records.UnregisterBrokerRecord,
 		*records.FenceBrokerRecord, *records.UnfenceBrokerRecord, *records.BrokerRegistrationChangeRecord:
 		return dst, nil
@@ -173,17 +174,17 @@ func (pl *recordConverter) convert(dst []MetadataRecord, rec records.Record) ([]
 	return nil, fmt.Errorf("cannot apply metadata record %s: not handled", rec.APIKey())
 }
 
-// imageRecords returns the records that rebuild im from an empty image,
+// ImageRecords returns the records that rebuild im from an empty image,
 // in a stable order: topics by name (each with its partitions and
 // configs), broker and group configs, the producer id block, ACLs, client
 // quotas and SCRAM credentials. Shards are not in them.
-func imageRecords(im *Image) []MetadataRecord {
-	var out []MetadataRecord
+func ImageRecords(im *Image) []Record {
+	var out []Record
 	for _, name := range im.SortedTopicNames() {
 		t := im.Topics[name]
-		out = append(out, MetadataRecord{Topic: &TopicRecord{Name: t.Name, ID: t.ID}})
+		out = append(out, Record{Topic: &TopicRecord{Name: t.Name, ID: t.ID}})
 		for _, p := range t.Partitions {
-			out = append(out, MetadataRecord{Partition: &PartitionRecord{TopicID: t.ID, Partition: p.Partition, Replicas: p.Replicas,
+			out = append(out, Record{Partition: &PartitionRecord{TopicID: t.ID, Partition: p.Partition, Replicas: p.Replicas,
 				ISR: p.ISR, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch}})
 		}
 		out = appendConfigRecords(out, 2, t.Name, t.Configs)
@@ -195,44 +196,36 @@ func imageRecords(im *Image) []MetadataRecord {
 		out = appendConfigRecords(out, 32, g, im.GroupConfigs[g])
 	}
 	if im.NextProducerID > 0 {
-		out = append(out, MetadataRecord{ProducerIDs: &ProducerIDsRecord{BrokerID: -1, NextProducerID: im.NextProducerID}})
+		out = append(out, Record{ProducerIDs: &ProducerIDsRecord{BrokerID: -1, NextProducerID: im.NextProducerID}})
 	}
-	if im.ACLs != nil {
-		ids, bindings := im.ACLs.Bindings() // in binding order
-		for i, id := range ids {
-			out = append(out, MetadataRecord{ACL: &AccessControlEntryRecord{ID: id, ACLBinding: bindings[i]}})
+	ids, bindings := im.ACLs.All() // in binding order
+	for i, id := range ids {
+		out = append(out, Record{ACL: &AccessControlEntryRecord{ID: id, ACLBinding: bindings[i]}})
+	}
+	for _, e := range im.ClientQuotas.All() { // by entity key
+		for _, k := range sortedKeys(e.Values) {
+			out = append(out, Record{ClientQuota: &ClientQuotaRecord{Entity: e.Parts, Key: k, Value: e.Values[k]}})
 		}
 	}
-	ents := make([]quotaEntity, 0, len(im.clientQuotas))
-	for e := range im.clientQuotas {
-		ents = append(ents, e)
-	}
-	sort.Slice(ents, func(i, j int) bool { return ents[i].String() < ents[j].String() })
-	for _, e := range ents {
-		vals := im.clientQuotas[e]
-		for _, k := range sortedKeys(vals) {
-			out = append(out, MetadataRecord{ClientQuota: &ClientQuotaRecord{Entity: e.Parts(), Key: k, Value: vals[k]}})
-		}
-	}
-	for _, user := range sortedKeys(im.scram) {
-		mechs := make([]int8, 0, len(im.scram[user]))
-		for m := range im.scram[user] {
+	for _, user := range sortedKeys(im.Scram) {
+		mechs := make([]int8, 0, len(im.Scram[user]))
+		for m := range im.Scram[user] {
 			mechs = append(mechs, m)
 		}
 		sort.Slice(mechs, func(i, j int) bool { return mechs[i] < mechs[j] })
 		for _, m := range mechs {
-			c := im.scram[user][m]
-			out = append(out, MetadataRecord{UserScramCredential: &UserScramCredentialRecord{Name: user, Mechanism: m,
+			c := im.Scram[user][m]
+			out = append(out, Record{UserScramCredential: &UserScramCredentialRecord{Name: user, Mechanism: m,
 				Salt: c.Salt, StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: c.Iterations}})
 		}
 	}
 	return out
 }
 
-func appendConfigRecords(dst []MetadataRecord, typ int8, name string, cfg map[string]string) []MetadataRecord {
+func appendConfigRecords(dst []Record, typ int8, name string, cfg map[string]string) []Record {
 	for _, k := range sortedKeys(cfg) {
 		v := cfg[k]
-		dst = append(dst, MetadataRecord{Config: &ConfigRecord{ResourceType: typ, Name: name, Key: k, Value: &v}})
+		dst = append(dst, Record{Config: &ConfigRecord{ResourceType: typ, Name: name, Key: k, Value: &v}})
 	}
 	return dst
 }

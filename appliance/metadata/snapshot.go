@@ -1,4 +1,4 @@
-package appliance
+package metadata
 
 import (
 	"encoding/binary"
@@ -21,7 +21,7 @@ import (
 // written to <metadata log dir>/<20-digit end offset>-<10-digit epoch>.checkpoint
 // (Kafka's snapshot file name; the end offset is exclusive, the epoch is 0
 // until the Raft quorum lands). The file is record batches, as Kafka's
-// snapshots are, holding the records that rebuild the image (imageRecords),
+// snapshots are, holding the records that rebuild the image (ImageRecords),
 // and ends with a batch of one NoOpRecord: the footer, without which the
 // file is torn. It is written to <name>.part, fsynced, renamed and the
 // directory fsynced. Startup loads the newest snapshot that reads whole and
@@ -113,13 +113,13 @@ func encodeSnapshot(im *Image) ([]byte, error) {
 			return
 		}
 		start := len(buf)
-		buf = appendBatch(buf, ts, 0, -1, -1, -1, batch)
+		buf = nvme.AppendBatch(buf, ts, 0, -1, -1, -1, batch)
 		binary.BigEndian.PutUint64(buf[start:], uint64(base)) // baseOffset is outside the CRC
 		base += int64(len(batch))
 		batch = batch[:0]
 	}
-	for _, r := range imageRecords(im) {
-		br, err := toBinaryRecord(r)
+	for _, r := range ImageRecords(im) {
+		br, err := ToBinary(r)
 		if err != nil {
 			return nil, err
 		}
@@ -201,23 +201,24 @@ var errTornSnapshot = errors.New("metadata snapshot torn")
 
 // readSnapshot loads the snapshot file at path into an image at offset
 // end-1.
-func readSnapshot(path string, end int64) (*Image, error) {
+func readSnapshot(path string, end int64, c Checks) (*Image, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return decodeSnapshot(raw, end)
+	return decodeSnapshot(raw, end, c)
 }
 
-// decodeSnapshot decodes a snapshot file's bytes (see readSnapshot).
-func decodeSnapshot(raw []byte, end int64) (*Image, error) {
+// decodeSnapshot decodes a snapshot file's bytes (see readSnapshot)
+// into an image built with checks c.
+func decodeSnapshot(raw []byte, end int64, c Checks) (*Image, error) {
 	if err := checkBatchCRCs(raw); err != nil {
 		return nil, err
 	}
 	var recs []records.Record
 	var lastBatch int64 = -1
 	var inLast int
-	err := readBatches(raw, func(b *kmsg.RecordBatch, offset int64, r *kmsg.Record) error {
+	err := nvme.ReadBatches(raw, func(b *kmsg.RecordBatch, offset int64, r *kmsg.Record) error {
 		rec, err := records.Decode(r.Value)
 		if err != nil {
 			return fmt.Errorf("cannot decode snapshot record %d: %w", offset, err)
@@ -235,14 +236,14 @@ func decodeSnapshot(raw []byte, end int64) (*Image, error) {
 	if len(recs) == 0 || inLast != 1 || recs[len(recs)-1].APIKey() != records.NoOpKey {
 		return nil, errTornSnapshot
 	}
-	pl := newRecordConverter(emptyImage())
-	var mrecs []MetadataRecord
+	pl := NewConverter(NewImage(c))
+	var mrecs []Record
 	for _, rec := range recs[:len(recs)-1] {
-		if mrecs, err = pl.convert(mrecs, rec); err != nil {
+		if mrecs, err = pl.Convert(mrecs, rec); err != nil {
 			return nil, err
 		}
 	}
-	return emptyImage().Apply(end-1, mrecs)
+	return NewImage(c).Apply(end-1, mrecs)
 }
 
 // checkBatchCRCs checks that raw is whole record batches with good CRCs.
@@ -265,7 +266,7 @@ func checkBatchCRCs(raw []byte) error {
 
 // loadLatestSnapshot returns the image of the newest snapshot in dir that
 // reads whole and ends at or before logEnd, or nil when there is none.
-func (m *metadataLog) loadLatestSnapshot(logEnd int64) *Image {
+func (m *Log) loadLatestSnapshot(logEnd int64) *Image {
 	files, err := listSnapshotFiles(m.dir)
 	if err != nil {
 		m.logger.Warn("cannot list metadata snapshots, replaying the whole metadata log", "err", err)
@@ -277,7 +278,7 @@ func (m *metadataLog) loadLatestSnapshot(logEnd int64) *Image {
 			m.logger.Warn("metadata snapshot is past the end of the metadata log, skipping it", "snapshot", path, "log_end", logEnd)
 			continue
 		}
-		im, err := readSnapshot(path, end)
+		im, err := readSnapshot(path, end, m.checks)
 		if err != nil {
 			m.logger.Warn("cannot load metadata snapshot, trying an older one", "snapshot", path, "err", err)
 			continue
