@@ -9,6 +9,7 @@ package appliance
 // AddPartitionsToTxn; PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2.
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/txn"
 	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -35,14 +36,14 @@ func handleAddOffsetsToTxn(b *Broker, r *wire.Request) any {
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp
 	}
-	tp := txnTP{offsetsTopic, groupPartition(req.Group, int32(len(b.groups.parts)))}
-	ch := b.addTxnPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txnTP{tp}, false)
+	tp := txn.TP{Topic: offsetsTopic, Partition: groupPartition(req.Group, int32(len(b.groups.parts)))}
+	ch := b.addTxnPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TP{tp}, false)
 	if !ch.Posted() {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp
 	}
 	return wire.Deferred(func() any {
-		resp.ErrorCode = fencedCode(waitTxnErrs(ch, 1)[0], r.Version >= 2)
+		resp.ErrorCode = txn.FencedCode(waitTxnErrs(ch, 1)[0], r.Version >= 2)
 		return resp
 	})
 }

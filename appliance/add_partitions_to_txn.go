@@ -14,6 +14,7 @@ package appliance
 // partition is not in the open transaction).
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/txn"
 	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -23,29 +24,29 @@ var addPartitionsToTxnAPI = apiDef{key: 24, min: 0, max: 5, handle: handleAddPar
 
 // txnPartsIn resolves requested partitions against the image; bad reports
 // whether any is unknown.
-func txnPartsIn(im *Image, topic string, parts []int32) (ok []txnTP, bad []bool) {
+func txnPartsIn(im *Image, topic string, parts []int32) (ok []txn.TP, bad []bool) {
 	t := im.Topics[topic]
 	for _, p := range parts {
 		unknown := t == nil || p < 0 || int(p) >= len(t.Partitions) || topic == txnTopic
 		bad = append(bad, unknown)
-		ok = append(ok, txnTP{topic, p})
+		ok = append(ok, txn.TP{Topic: topic, Partition: p})
 	}
 	return ok, bad
 }
 
 // addTxnPartitions asks id's coordinator to add (or, with verify, check)
 // parts; the answer is one *kerr.Error per part.
-func (b *Broker) addTxnPartitions(id string, pid int64, epoch int16, parts []txnTP, verify bool) wire.Reply[[]*kerr.Error] {
-	return askTxn(b, id, func(m *txnManager, reply func([]*kerr.Error)) {
+func (b *Broker) addTxnPartitions(id string, pid int64, epoch int16, parts []txn.TP, verify bool) wire.Reply[[]*kerr.Error] {
+	return askTxn(b, id, func(m *txn.Manager, reply func([]*kerr.Error)) {
 		if verify {
 			out := make([]*kerr.Error, len(parts))
 			for i, p := range parts {
-				out[i] = m.verify(id, pid, epoch, p)
+				out[i] = m.Verify(id, pid, epoch, p)
 			}
 			reply(out)
 			return
 		}
-		m.addPartitions(id, pid, epoch, parts, func(err *kerr.Error) {
+		m.AddPartitions(id, pid, epoch, parts, func(err *kerr.Error) {
 			out := make([]*kerr.Error, len(parts))
 			for i := range out {
 				out[i] = err
@@ -81,7 +82,7 @@ type txnAddReq struct {
 // addTxnTopics runs one transaction's part of the request and returns the
 // per-topic answers.
 func (b *Broker) addTxnTopics(im *Image, a txnAddReq, version int16) func() []kmsg.AddPartitionsToTxnResponseTopic {
-	var parts []txnTP
+	var parts []txn.TP
 	var bad []bool
 	for _, t := range a.topics {
 		ok, bd := txnPartsIn(im, t.Topic, t.Partitions)
@@ -117,7 +118,7 @@ func (b *Broker) addTxnTopics(im *Image, a txnAddReq, version int16) func() []km
 			for _, p := range t.Partitions {
 				rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
 				rp.Partition = p
-				rp.ErrorCode = fencedCode(errs[i], version >= 2)
+				rp.ErrorCode = txn.FencedCode(errs[i], version >= 2)
 				i++
 				rt.Partitions = append(rt.Partitions, rp)
 			}

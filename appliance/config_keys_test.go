@@ -3,6 +3,7 @@ package appliance
 import (
 	"errors"
 	"github.com/ringbroker/ringbroker/appliance/quota"
+	"github.com/ringbroker/ringbroker/appliance/txn"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -189,7 +190,7 @@ func TestConfigKeysRegistry(t *testing.T) {
 			t.Errorf("%s: registry type %q, DescribeConfigs type %v", k, r.Type, typ)
 		}
 	}
-	gc, tc := defaultGroupConfig(), defaultTxnConfig()
+	gc, tc := defaultGroupConfig(), txn.DefaultConfig()
 	for k, want := range map[string]int64{
 		"group.min.session.timeout.ms":                                gc.minSessionTimeout.Milliseconds(),
 		"group.max.session.timeout.ms":                                gc.maxSessionTimeout.Milliseconds(),
@@ -199,10 +200,10 @@ func TestConfigKeysRegistry(t *testing.T) {
 		"offsets.retention.minutes":                                   int64(gc.offsetsRetention.Minutes()),
 		"offsets.retention.check.interval.ms":                         gc.retentionCheck.Milliseconds(),
 		"offset.metadata.max.bytes":                                   int64(gc.maxMetadataBytes),
-		"transaction.state.log.num.partitions":                        int64(tc.numPartitions),
-		"transaction.max.timeout.ms":                                  tc.maxTimeout.Milliseconds(),
-		"transaction.abort.timed.out.transaction.cleanup.interval.ms": tc.cleanupInterval.Milliseconds(),
-		"transactional.id.expiration.ms":                              tc.idExpiration.Milliseconds(),
+		"transaction.state.log.num.partitions":                        int64(tc.NumPartitions),
+		"transaction.max.timeout.ms":                                  tc.MaxTimeout.Milliseconds(),
+		"transaction.abort.timed.out.transaction.cleanup.interval.ms": tc.CleanupInterval.Milliseconds(),
+		"transactional.id.expiration.ms":                              tc.IDExpiration.Milliseconds(),
 	} {
 		if got := byName[k].Default; got != strconv.FormatInt(want, 10) {
 			t.Errorf("%s: registry default %q, the coordinator's %d", k, got, want)

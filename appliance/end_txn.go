@@ -15,6 +15,7 @@ package appliance
 // coordinator runs transaction version 1: no epoch bump per transaction).
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/txn"
 	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -30,8 +31,8 @@ func handleEndTxn(b *Broker, r *wire.Request) any {
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return resp
 	}
-	ch := askTxn(b, req.TransactionalID, func(m *txnManager, reply func(*kerr.Error)) {
-		m.endTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, reply)
+	ch := askTxn(b, req.TransactionalID, func(m *txn.Manager, reply func(*kerr.Error)) {
+		m.EndTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, reply)
 	})
 	if !ch.Posted() {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
@@ -42,7 +43,7 @@ func handleEndTxn(b *Broker, r *wire.Request) any {
 		if !ok {
 			err = kerr.CoordinatorNotAvailable
 		}
-		resp.ErrorCode = fencedCode(err, r.Version >= 2)
+		resp.ErrorCode = txn.FencedCode(err, r.Version >= 2)
 		return resp
 	})
 }

@@ -8,6 +8,7 @@ package appliance
 // ids, and (v1) by transactions open for longer than duration_filter_ms.
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/txn"
 	"slices"
 	"time"
 
@@ -33,11 +34,11 @@ func handleListTransactions(b *Broker, r *wire.Request) any {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp
 	}
-	chans := make([]chan []txnSummary, len(tc.parts))
+	chans := make([]chan []txn.Summary, len(tc.parts))
 	for i, tp := range tc.parts {
-		ch := make(chan []txnSummary, 1)
+		ch := make(chan []txn.Summary, 1)
 		chans[i] = ch
-		tc.post(tp.st, func() { ch <- tp.mgr.list() })
+		tc.post(tp.st, func() { ch <- tp.mgr.List() })
 	}
 	minDur := int64(-1)
 	if r.Version >= 1 {
@@ -46,7 +47,7 @@ func handleListTransactions(b *Broker, r *wire.Request) any {
 	return wire.Deferred(func() any {
 		now := time.Now().UnixMilli()
 		for _, ch := range chans {
-			var list []txnSummary
+			var list []txn.Summary
 			select {
 			case list = <-ch:
 			case <-b.closing:
@@ -54,17 +55,17 @@ func handleListTransactions(b *Broker, r *wire.Request) any {
 				return resp
 			}
 			for _, s := range list {
-				if len(req.StateFilters) > 0 && !slices.Contains(req.StateFilters, s.state) {
+				if len(req.StateFilters) > 0 && !slices.Contains(req.StateFilters, s.State) {
 					continue
 				}
-				if len(req.ProducerIDFilters) > 0 && !slices.Contains(req.ProducerIDFilters, s.pid) {
+				if len(req.ProducerIDFilters) > 0 && !slices.Contains(req.ProducerIDFilters, s.PID) {
 					continue
 				}
-				if minDur >= 0 && (s.startMs < 0 || now-s.startMs < minDur) {
+				if minDur >= 0 && (s.StartMs < 0 || now-s.StartMs < minDur) {
 					continue
 				}
 				st := kmsg.NewListTransactionsResponseTransactionState()
-				st.TransactionalID, st.ProducerID, st.TransactionState = s.id, s.pid, s.state
+				st.TransactionalID, st.ProducerID, st.TransactionState = s.ID, s.PID, s.State
 				resp.TransactionStates = append(resp.TransactionStates, st)
 			}
 		}

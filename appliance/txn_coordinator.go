@@ -21,58 +21,23 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/txn"
 	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // txnTopic is Kafka's internal topic for transaction state.
-const txnTopic = "__transaction_state"
-
-// txnConfigFromProps reads the transaction settings from the broker properties.
-func txnConfigFromProps(props map[string]string) (txnConfig, error) {
-	c := defaultTxnConfig()
-	var err error
-	num := func(k string, def int64) int64 {
-		v, ok := props[k]
-		if !ok || err != nil {
-			return def
-		}
-		n, e := strconv.ParseInt(v, 10, 64)
-		if e != nil {
-			err = fmt.Errorf("cannot parse %s=%q: %w", k, v, e)
-			return def
-		}
-		return n
-	}
-	ms := func(k string, def time.Duration) time.Duration {
-		return time.Duration(num(k, def.Milliseconds())) * time.Millisecond
-	}
-	c.numPartitions = int32(num("transaction.state.log.num.partitions", int64(c.numPartitions)))
-	c.maxTimeout = ms("transaction.max.timeout.ms", c.maxTimeout)
-	c.cleanupInterval = ms("transaction.abort.timed.out.transaction.cleanup.interval.ms", c.cleanupInterval)
-	c.idExpiration = ms("transactional.id.expiration.ms", c.idExpiration)
-	if err != nil {
-		return c, err
-	}
-	if c.numPartitions < 1 {
-		return c, fmt.Errorf("transaction.state.log.num.partitions must be >= 1, got %d", c.numPartitions)
-	}
-	if c.cleanupInterval <= 0 {
-		c.cleanupInterval = 10 * time.Second
-	}
-	return c, nil
-}
+const txnTopic = txn.Topic
 
 // txnCoordinator routes transaction requests to the owner shard of their
 // __transaction_state partition.
 type txnCoordinator struct {
 	b     *Broker
-	cfg   txnConfig
+	cfg   txn.Config
 	topic *TopicImage
 	parts []*txnPartition
 }
@@ -83,20 +48,20 @@ type txnPartition struct {
 	st    *shardState
 	key   tpKey
 	index int32
-	mgr   *txnManager
+	mgr   *txn.Manager
 }
 
 // startTxnCoordinator creates __transaction_state when missing, replays it,
 // completes what a restart left half done and starts the timeout check. It
 // runs in Start, after the group coordinator, before serving.
 func (b *Broker) startTxnCoordinator() error {
-	cfg, err := txnConfigFromProps(b.cfg.Props)
+	cfg, err := txn.ConfigFromProps(b.cfg.Props)
 	if err != nil {
 		return err
 	}
 	t := b.currentImage().Topics[txnTopic]
 	if t == nil {
-		t, err = b.createTopic(TopicSpec{Name: txnTopic, Partitions: cfg.numPartitions, ReplicationFactor: 1,
+		t, err = b.createTopic(TopicSpec{Name: txnTopic, Partitions: cfg.NumPartitions, ReplicationFactor: 1,
 			Configs: map[string]string{"cleanup.policy": "compact", "segment.bytes": b.propOr("transaction.state.log.segment.bytes", "104857600"), "compression.type": "uncompressed"}}, false)
 		if err != nil {
 			return fmt.Errorf("cannot create %s: %w", txnTopic, err)
@@ -105,7 +70,7 @@ func (b *Broker) startTxnCoordinator() error {
 	tc := &txnCoordinator{b: b, cfg: cfg, topic: t}
 	for _, p := range t.Partitions {
 		tp := &txnPartition{tc: tc, st: b.shardFor(t, p.Partition), key: tpKey{t.ID, p.Partition}, index: p.Partition}
-		tp.mgr = newTxnManager(tp, cfg, p.LeaderEpoch)
+		tp.mgr = txn.NewManager(tp, cfg, p.LeaderEpoch)
 		tc.parts = append(tc.parts, tp)
 	}
 	var wg sync.WaitGroup
@@ -130,7 +95,7 @@ func (b *Broker) startTxnCoordinator() error {
 	b.txn = tc
 	b.txnInit = tc.handleInit
 	for _, tp := range tc.parts {
-		tc.post(tp.st, tp.mgr.finishLoad)
+		tc.post(tp.st, tp.mgr.FinishLoad)
 	}
 	b.log.Info("transaction coordinator loaded", "partitions", len(tc.parts), "took", time.Since(start).Round(time.Millisecond).String())
 	go tc.timeoutLoop()
@@ -148,15 +113,15 @@ func (tp *txnPartition) load() error {
 		if b.Attributes&0x20 != 0 { // markers in __transaction_state carry no state
 			return nil
 		}
-		return tp.mgr.loadRecord(r.Key, r.Value)
+		return tp.mgr.LoadRecord(r.Key, r.Value)
 	})
 }
 
 // timeoutLoop runs the timeout check on every partition's shard.
 func (tc *txnCoordinator) timeoutLoop() {
-	tc.b.every(tc.cfg.cleanupInterval, func() {
+	tc.b.every(tc.cfg.CleanupInterval, func() {
 		for _, tp := range tc.parts {
-			tc.post(tp.st, tp.mgr.checkTimeouts)
+			tc.post(tp.st, tp.mgr.CheckTimeouts)
 		}
 	})
 }
@@ -171,7 +136,7 @@ func (tc *txnCoordinator) partitionOf(id string) *txnPartition {
 
 // askTxn runs fn with id's manager on its coordinator shard (wire.Ask);
 // the Reply is the zero one when the coordinator is not running.
-func askTxn[T any](b *Broker, id string, fn func(m *txnManager, reply func(T))) wire.Reply[T] {
+func askTxn[T any](b *Broker, id string, fn func(m *txn.Manager, reply func(T))) wire.Reply[T] {
 	tc := b.txn
 	if tc == nil {
 		return wire.Reply[T]{}
@@ -190,41 +155,29 @@ func (tc *txnCoordinator) handleInit(r *wire.Request, req *kmsg.InitProducerIDRe
 		resp.ErrorCode = wire.ErrCode(err)
 		return resp
 	}
-	a := initArgs{id: *req.TransactionalID, timeoutMs: req.TransactionTimeoutMillis, pid: -1, epoch: -1, spare: spare}
+	a := txn.InitArgs{ID: *req.TransactionalID, TimeoutMs: req.TransactionTimeoutMillis, PID: -1, Epoch: -1, Spare: spare}
 	if r.Version >= 3 {
-		a.pid, a.epoch = req.ProducerID, req.ProducerEpoch
+		a.PID, a.Epoch = req.ProducerID, req.ProducerEpoch
 	}
-	res, ok := askTxn(tc.b, a.id, func(m *txnManager, reply func(initResult)) {
-		m.initProducer(a, reply)
+	res, ok := askTxn(tc.b, a.ID, func(m *txn.Manager, reply func(txn.InitResult)) {
+		m.InitProducer(a, reply)
 	}).Wait()
 	if !ok {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp
 	}
-	resp.ErrorCode = fencedCode(res.err, r.Version >= 4)
-	resp.ProducerID, resp.ProducerEpoch = res.pid, res.epoch
+	resp.ErrorCode = txn.FencedCode(res.Err, r.Version >= 4)
+	resp.ProducerID, resp.ProducerEpoch = res.PID, res.Epoch
 	return resp
 }
 
-// fencedCode is err's code, with PRODUCER_FENCED answered as
-// INVALID_PRODUCER_EPOCH to versions that predate it (KIP-588).
-func fencedCode(err *kerr.Error, fencedKnown bool) int16 {
-	if err == nil {
-		return 0
-	}
-	if err == kerr.ProducerFenced && !fencedKnown {
-		return kerr.InvalidProducerEpoch.Code
-	}
-	return err.Code
-}
+// txn.Env on the broker.
 
-// txnManager's environment on the broker.
+func (tp *txnPartition) Now() time.Time { return time.Now() }
 
-func (tp *txnPartition) now() time.Time { return time.Now() }
-
-// persist appends recs as one uncompressed batch with acks=-1 and calls
+// Persist appends recs as one uncompressed batch with acks=-1 and calls
 // done on the shard after the fdatasync.
-func (tp *txnPartition) persist(recs []kmsg.Record, done func(error)) {
+func (tp *txnPartition) Persist(recs []kmsg.Record, done func(error)) {
 	part := tp.st.parts[tp.key]
 	if part == nil || part.log == nil {
 		done(kerr.NotCoordinator)
@@ -237,29 +190,29 @@ func (tp *txnPartition) persist(recs []kmsg.Record, done func(error)) {
 }
 
 // markerBatch is one transaction marker as a control batch.
-func markerBatch(job markerJob, nowMs int64) []byte {
+func markerBatch(job txn.MarkerJob, nowMs int64) []byte {
 	key := make([]byte, 4)
-	if job.commit {
+	if job.Commit {
 		binary.BigEndian.PutUint16(key[2:], 1)
 	}
 	val := make([]byte, 6)
-	binary.BigEndian.PutUint32(val[2:], uint32(job.coordEpoch))
-	return appendBatch(nil, nowMs, 0x30, job.pid, job.epoch, -1, []kmsg.Record{{Key: key, Value: val}})
+	binary.BigEndian.PutUint32(val[2:], uint32(job.CoordEpoch))
+	return appendBatch(nil, nowMs, 0x30, job.PID, job.Epoch, -1, []kmsg.Record{{Key: key, Value: val}})
 }
 
-// writeMarkers appends the job's marker to each of its partitions on their
+// WriteMarkers appends the job's marker to each of its partitions on their
 // owner shards and calls done on tp's shard when every append is durable
 // (or failed: a partition that is gone or refuses the marker is logged and
 // skipped).
-func (tp *txnPartition) writeMarkers(job markerJob, done func()) {
+func (tp *txnPartition) WriteMarkers(job txn.MarkerJob, done func()) {
 	b := tp.tc.b
-	if len(job.parts) == 0 {
+	if len(job.Parts) == 0 {
 		done()
 		return
 	}
 	im := b.currentImage()
 	var mu sync.Mutex
-	remaining := len(job.parts)
+	remaining := len(job.Parts)
 	finish := func() {
 		mu.Lock()
 		remaining--
@@ -270,16 +223,16 @@ func (tp *txnPartition) writeMarkers(job markerJob, done func()) {
 		}
 	}
 	now := time.Now().UnixMilli()
-	for _, p := range job.parts {
-		t := im.Topics[p.topic]
-		if t == nil || p.partition < 0 || int(p.partition) >= len(t.Partitions) {
+	for _, p := range job.Parts {
+		t := im.Topics[p.Topic]
+		if t == nil || p.Partition < 0 || int(p.Partition) >= len(t.Partitions) {
 			finish()
 			continue
 		}
 		batch := markerBatch(job, now)
 		p := p
 		// From a goroutine: a shard never waits on another shard's inbox.
-		go b.withPartition(t, p.partition, func(part *partition) {
+		go b.withPartition(t, p.Partition, func(part *partition) {
 			if part == nil {
 				finish()
 				return
@@ -287,20 +240,20 @@ func (tp *txnPartition) writeMarkers(job markerJob, done func()) {
 			st := part.st
 			part.append(batch, -1, func(res produceResult) {
 				if res.err != nil {
-					b.log.Warn("cannot write transaction marker", "topic", p.topic, "partition", p.partition,
-						"producer_id", job.pid, "commit", job.commit, "err", res.err)
+					b.log.Warn("cannot write transaction marker", "topic", p.Topic, "partition", p.Partition,
+						"producer_id", job.PID, "commit", job.Commit, "err", res.err)
 					finish()
 					return
 				}
-				if p.topic != offsetsTopic || b.groups == nil || int(p.partition) >= len(b.groups.parts) {
+				if p.Topic != offsetsTopic || b.groups == nil || int(p.Partition) >= len(b.groups.parts) {
 					finish()
 					return
 				}
 				// The group coordinator completes the pending offsets on
 				// the __consumer_offsets partition's shard.
-				op := b.groups.parts[p.partition]
+				op := b.groups.parts[p.Partition]
 				go b.groups.post(st, func() {
-					op.mgr.completeTxn(job.pid, job.commit)
+					op.mgr.completeTxn(job.PID, job.Commit)
 					finish()
 				})
 			})

@@ -13,6 +13,7 @@ package appliance
 // unknown partitions UNKNOWN_TOPIC_OR_PARTITION.
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/txn"
 	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -65,7 +66,7 @@ func handleTxnOffsetCommit(b *Broker, r *wire.Request) any {
 	setAll := func(errs []*kerr.Error) kmsg.Response {
 		for i, s := range slots {
 			if i < len(errs) && errs[i] != nil {
-				resp.Topics[s.ti].Partitions[s.pi].ErrorCode = fencedCode(errs[i], r.Version >= 3)
+				resp.Topics[s.ti].Partitions[s.pi].ErrorCode = txn.FencedCode(errs[i], r.Version >= 3)
 			}
 		}
 		return resp

@@ -10,13 +10,17 @@ package appliance
 // never waits.
 
 import (
+	"github.com/ringbroker/ringbroker/appliance/txn"
 	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
+// txnTP is a partition of a transaction (produce.go names it).
+type txnTP = txn.TP
+
 // txnProduceItem is one partition of a transactional produce.
 type txnProduceItem struct {
-	tp      txnTP
+	tp      txn.TP
 	records []byte
 	w       *produceWait // posts the append to the owner shard and takes its answer
 }
@@ -48,10 +52,10 @@ func (b *Broker) txnProduce(tid string, items []txnProduceItem) {
 	// The check and the appends run on the coordinator's shard, which posts
 	// the appends in the order the requests arrived there; the dispatching
 	// goroutine or loop never waits.
-	ch := askTxn(b, tid, func(m *txnManager, _ func(struct{})) {
+	ch := askTxn(b, tid, func(m *txn.Manager, _ func(struct{})) {
 		for _, c := range checks {
 			it := items[c.i]
-			if err := m.verify(tid, c.pid, c.epoch, it.tp); err != nil {
+			if err := m.Verify(tid, c.pid, c.epoch, it.tp); err != nil {
 				if err == kerr.InvalidProducerIDMapping {
 					err = kerr.InvalidTxnState
 				}
