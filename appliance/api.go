@@ -3,6 +3,7 @@ package appliance
 import (
 	"github.com/ringbroker/ringbroker/appliance/quota"
 	"github.com/ringbroker/ringbroker/appliance/security"
+	"github.com/ringbroker/ringbroker/appliance/txn"
 	"github.com/ringbroker/ringbroker/appliance/wire"
 )
 
@@ -50,15 +51,17 @@ func newAPITable(b *Broker) *wire.Table {
 		findCoordinatorAPI, joinGroupAPI, syncGroupAPI, heartbeatAPI, leaveGroupAPI, listGroupsAPI,
 		describeGroupsAPI, deleteGroupsAPI, offsetCommitAPI, offsetFetchAPI, offsetDeleteAPI,
 		consumerGroupHeartbeatAPI, consumerGroupDescribeAPI,
-		// Transactions.
-		initProducerIDAPI, addPartitionsToTxnAPI, addOffsetsToTxnAPI, endTxnAPI, txnOffsetCommitAPI,
-		describeTransactionsAPI, listTransactionsAPI,
 		// Share groups (KIP-932).
 		shareGroupHeartbeatAPI, shareGroupDescribeAPI, shareFetchAPI, shareAcknowledgeAPI,
 		describeShareGroupOffsetsAPI, alterShareGroupOffsetsAPI, deleteShareGroupOffsetsAPI,
 	} {
 		t.Register(d.bind(b))
 	}
+	var authz wire.Authorizer // no typed nil: txn checks authz == nil
+	if b.authz != nil {
+		authz = b.authz
+	}
+	txn.Register(t, txnBroker{b}, txnGroups{b}, authz)
 	quota.Register(t, quotaBroker{b})
 	security.Register(t, securityBroker{b}, b.authz, b.log)
 	return t

@@ -1,13 +1,10 @@
 package appliance
 
-// The transaction coordinator's place in the broker. Transactional id x is
-// coordinated by __transaction_state partition
-// abs(javaHashCode(x)) % transaction.state.log.num.partitions, and its state
-// lives in that partition's txnManager on the partition's owner shard, the
-// same pattern as the group coordinator: handlers post closures there and
-// wait for the answer off the shard; a ticker posts the timeout check
-// (transaction.abort.timed.out.transaction.cleanup.interval.ms) to every
-// partition's shard.
+// The transaction coordinator (appliance/txn) wired to the broker: the
+// txn.Broker, txn.Log and txn.Groups adapters. The coordinator itself,
+// its state machine and the transaction APIs live in appliance/txn; what
+// stays here is what reaches the broker's partitions, shards, metadata
+// image and group coordinator.
 //
 // Markers are control batches (attributes control|transactional, producer
 // id and epoch of the transaction, base sequence -1) with one record: key
@@ -19,7 +16,6 @@ package appliance
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -33,159 +29,120 @@ import (
 // txnTopic is Kafka's internal topic for transaction state.
 const txnTopic = txn.Topic
 
-// txnCoordinator routes transaction requests to the owner shard of their
-// __transaction_state partition.
-type txnCoordinator struct {
-	b     *Broker
-	cfg   txn.Config
-	topic *TopicImage
-	parts []*txnPartition
-}
-
-// txnPartition is one __transaction_state partition's coordinator state.
-type txnPartition struct {
-	tc    *txnCoordinator
-	st    *shardState
-	key   tpKey
-	index int32
-	mgr   *txn.Manager
-}
-
-// startTxnCoordinator creates __transaction_state when missing, replays it,
-// completes what a restart left half done and starts the timeout check. It
+// startTxnCoordinator starts the transaction coordinator (txn.Start). It
 // runs in Start, after the group coordinator, before serving.
 func (b *Broker) startTxnCoordinator() error {
-	cfg, err := txn.ConfigFromProps(b.cfg.Props)
+	c, err := txn.Start(txnBroker{b}, b.cfg.Props, b.log)
 	if err != nil {
 		return err
 	}
-	t := b.currentImage().Topics[txnTopic]
-	if t == nil {
-		t, err = b.createTopic(TopicSpec{Name: txnTopic, Partitions: cfg.NumPartitions, ReplicationFactor: 1,
-			Configs: map[string]string{"cleanup.policy": "compact", "segment.bytes": b.propOr("transaction.state.log.segment.bytes", "104857600"), "compression.type": "uncompressed"}}, false)
-		if err != nil {
-			return fmt.Errorf("cannot create %s: %w", txnTopic, err)
-		}
-	}
-	tc := &txnCoordinator{b: b, cfg: cfg, topic: t}
-	for _, p := range t.Partitions {
-		tp := &txnPartition{tc: tc, st: b.shardFor(t, p.Partition), key: tpKey{t.ID, p.Partition}, index: p.Partition}
-		tp.mgr = txn.NewManager(tp, cfg, p.LeaderEpoch)
-		tc.parts = append(tc.parts, tp)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var loadErr error
-	start := time.Now()
-	for _, tp := range tc.parts {
-		wg.Add(1)
-		tp.st.loop.Post(func() {
-			defer wg.Done()
-			if err := tp.load(); err != nil {
-				mu.Lock()
-				loadErr = errors.Join(loadErr, err)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if loadErr != nil {
-		return loadErr
-	}
-	b.txn = tc
-	b.txnInit = tc.handleInit
-	for _, tp := range tc.parts {
-		tc.post(tp.st, tp.mgr.FinishLoad)
-	}
-	b.log.Info("transaction coordinator loaded", "partitions", len(tc.parts), "took", time.Since(start).Round(time.Millisecond).String())
-	go tc.timeoutLoop()
+	b.txn = c
 	return nil
 }
 
-// load replays the partition's log into its txnManager (on its shard).
-func (tp *txnPartition) load() error {
-	part := tp.st.parts[tp.key]
+// txnBroker is the broker as the transaction coordinator sees it.
+type txnBroker struct{ b *Broker }
+
+// Coordinator implements txn.Broker.
+func (a txnBroker) Coordinator() *txn.Coordinator { return a.b.txn }
+
+// Closing implements txn.Broker.
+func (a txnBroker) Closing() <-chan struct{} { return a.b.closing }
+
+// NewProducerID implements txn.Broker.
+func (a txnBroker) NewProducerID() (int64, error) { return a.b.newProducerID() }
+
+// PartitionCount implements txn.Broker.
+func (a txnBroker) PartitionCount(topic string) int32 {
+	if t := a.b.currentImage().Topics[topic]; t != nil {
+		return int32(len(t.Partitions))
+	}
+	return 0
+}
+
+// StateLogs implements txn.Broker: __transaction_state's partitions,
+// created when missing.
+func (a txnBroker) StateLogs(cfg txn.Config) ([]txn.Log, error) {
+	b := a.b
+	t := b.currentImage().Topics[txnTopic]
+	if t == nil {
+		var err error
+		t, err = b.createTopic(TopicSpec{Name: txnTopic, Partitions: cfg.NumPartitions, ReplicationFactor: 1,
+			Configs: map[string]string{"cleanup.policy": "compact", "segment.bytes": b.propOr("transaction.state.log.segment.bytes", "104857600"), "compression.type": "uncompressed"}}, false)
+		if err != nil {
+			return nil, fmt.Errorf("cannot create %s: %w", txnTopic, err)
+		}
+	}
+	var out []txn.Log
+	for _, p := range t.Partitions {
+		out = append(out, &txnLog{st: b.shardFor(t, p.Partition), key: tpKey{t.ID, p.Partition}, index: p.Partition, epoch: p.LeaderEpoch})
+	}
+	return out, nil
+}
+
+// txnLog is one __transaction_state partition (txn.Log).
+type txnLog struct {
+	st    *shardState
+	key   tpKey
+	index int32
+	epoch int32
+}
+
+// Post implements txn.Log.
+func (l *txnLog) Post(fn func()) { l.st.loop.Post(fn) }
+
+// LeaderEpoch implements txn.Log.
+func (l *txnLog) LeaderEpoch() int32 { return l.epoch }
+
+// Replay implements txn.Log (on the shard).
+func (l *txnLog) Replay(fn func(control bool, key, value []byte) error) error {
+	part := l.st.parts[l.key]
 	if part == nil {
-		return fmt.Errorf("cannot load %s-%d: partition not open", txnTopic, tp.index)
+		return fmt.Errorf("cannot load %s-%d: partition not open", txnTopic, l.index)
 	}
-	name := fmt.Sprintf("%s-%d", txnTopic, tp.index)
+	name := fmt.Sprintf("%s-%d", txnTopic, l.index)
 	return replayLog(part.log, name, func(b *kmsg.RecordBatch, offset int64, r *kmsg.Record) error {
-		if b.Attributes&0x20 != 0 { // markers in __transaction_state carry no state
-			return nil
-		}
-		return tp.mgr.LoadRecord(r.Key, r.Value)
+		return fn(b.Attributes&0x20 != 0, r.Key, r.Value)
 	})
 }
 
-// timeoutLoop runs the timeout check on every partition's shard.
-func (tc *txnCoordinator) timeoutLoop() {
-	tc.b.every(tc.cfg.CleanupInterval, func() {
-		for _, tp := range tc.parts {
-			tc.post(tp.st, tp.mgr.CheckTimeouts)
-		}
-	})
-}
-
-// post runs fn on st unless the broker is closing.
-func (tc *txnCoordinator) post(st *shardState, fn func()) { tc.b.postUnlessClosing(st, fn) }
-
-// partitionOf is the coordinator partition of a transactional id.
-func (tc *txnCoordinator) partitionOf(id string) *txnPartition {
-	return tc.parts[groupPartition(id, int32(len(tc.parts)))]
-}
-
-// askTxn runs fn with id's manager on its coordinator shard (wire.Ask);
-// the Reply is the zero one when the coordinator is not running.
-func askTxn[T any](b *Broker, id string, fn func(m *txn.Manager, reply func(T))) wire.Reply[T] {
-	tc := b.txn
-	if tc == nil {
-		return wire.Reply[T]{}
-	}
-	tp := tc.partitionOf(id)
-	return wire.Ask(b.closing, tp.st.loop.Post, func(reply func(T)) { fn(tp.mgr, reply) })
-}
-
-// handleInit answers InitProducerId for a transactional id (b.txnInit); it
-// runs on the request's own goroutine.
-func (tc *txnCoordinator) handleInit(r *wire.Request, req *kmsg.InitProducerIDRequest) kmsg.Response {
-	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
-	resp.ProducerID, resp.ProducerEpoch = -1, -1
-	spare, err := tc.b.newProducerID()
-	if err != nil {
-		resp.ErrorCode = wire.ErrCode(err)
-		return resp
-	}
-	a := txn.InitArgs{ID: *req.TransactionalID, TimeoutMs: req.TransactionTimeoutMillis, PID: -1, Epoch: -1, Spare: spare}
-	if r.Version >= 3 {
-		a.PID, a.Epoch = req.ProducerID, req.ProducerEpoch
-	}
-	res, ok := askTxn(tc.b, a.ID, func(m *txn.Manager, reply func(txn.InitResult)) {
-		m.InitProducer(a, reply)
-	}).Wait()
-	if !ok {
-		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-		return resp
-	}
-	resp.ErrorCode = txn.FencedCode(res.Err, r.Version >= 4)
-	resp.ProducerID, resp.ProducerEpoch = res.PID, res.Epoch
-	return resp
-}
-
-// txn.Env on the broker.
-
-func (tp *txnPartition) Now() time.Time { return time.Now() }
-
-// Persist appends recs as one uncompressed batch with acks=-1 and calls
-// done on the shard after the fdatasync.
-func (tp *txnPartition) Persist(recs []kmsg.Record, done func(error)) {
-	part := tp.st.parts[tp.key]
+// Append implements txn.Log (on the shard): one uncompressed batch,
+// acks=-1.
+func (l *txnLog) Append(recs []kmsg.Record, done func(error)) error {
+	part := l.st.parts[l.key]
 	if part == nil || part.log == nil {
-		done(kerr.NotCoordinator)
-		return
+		return kerr.NotCoordinator
 	}
 	batch := appendBatch(nil, time.Now().UnixMilli(), 0, -1, -1, -1, recs)
-	part.append(batch, -1, func(res produceResult) {
-		go tp.tc.post(tp.st, func() { done(res.err) })
+	part.append(batch, -1, func(res produceResult) { done(res.err) })
+	return nil
+}
+
+// askTxn runs fn with id's manager on its coordinator shard (txn.Ask);
+// the Reply is the zero one when the coordinator is not running.
+func askTxn[T any](b *Broker, id string, fn func(m *txn.Manager, reply func(T))) wire.Reply[T] {
+	return txn.Ask(b.txn, id, fn)
+}
+
+// txnGroups is the group coordinator as the transaction handlers see it.
+type txnGroups struct{ b *Broker }
+
+// OffsetsPartition implements txn.Groups.
+func (g txnGroups) OffsetsPartition(group string) (int32, bool) {
+	if g.b.groups == nil {
+		return 0, false
+	}
+	return groupPartition(group, int32(len(g.b.groups.parts))), true
+}
+
+// CommitOffsets implements txn.Groups.
+func (g txnGroups) CommitOffsets(c txn.OffsetCommit) wire.Reply[[]*kerr.Error] {
+	a := txnOffsetArgs{group: c.Group, memberID: c.MemberID, instanceID: c.InstanceID, generation: c.Generation, pid: c.PID, epoch: c.Epoch}
+	for _, it := range c.Items {
+		a.items = append(a.items, offsetCommitItem{topic: it.Topic, partition: it.Partition, offset: it.Offset, leaderEpoch: it.LeaderEpoch, metadata: it.Metadata, expireTime: -1})
+	}
+	return askGroup(g.b, c.Group, func(m *groupManager, reply func([]*kerr.Error)) {
+		m.txnCommitOffsets(a, reply)
 	})
 }
 
@@ -200,16 +157,12 @@ func markerBatch(job txn.MarkerJob, nowMs int64) []byte {
 	return appendBatch(nil, nowMs, 0x30, job.PID, job.Epoch, -1, []kmsg.Record{{Key: key, Value: val}})
 }
 
-// WriteMarkers appends the job's marker to each of its partitions on their
-// owner shards and calls done on tp's shard when every append is durable
-// (or failed: a partition that is gone or refuses the marker is logged and
-// skipped).
-func (tp *txnPartition) WriteMarkers(job txn.MarkerJob, done func()) {
-	b := tp.tc.b
-	if len(job.Parts) == 0 {
-		done()
-		return
-	}
+// WriteMarkers implements txn.Broker: it appends the job's marker to each
+// of its partitions on their owner shards and calls done when every append
+// is durable (or failed: a partition that is gone or refuses the marker is
+// logged and skipped).
+func (a txnBroker) WriteMarkers(job txn.MarkerJob, done func()) {
+	b := a.b
 	im := b.currentImage()
 	var mu sync.Mutex
 	remaining := len(job.Parts)
@@ -219,7 +172,7 @@ func (tp *txnPartition) WriteMarkers(job txn.MarkerJob, done func()) {
 		last := remaining == 0
 		mu.Unlock()
 		if last {
-			go tp.tc.post(tp.st, done)
+			done()
 		}
 	}
 	now := time.Now().UnixMilli()

@@ -1,4 +1,4 @@
-package appliance
+package txn
 
 // EndTxn (key 26), v0-v5.
 //
@@ -15,23 +15,24 @@ package appliance
 // coordinator runs transaction version 1: no epoch bump per transaction).
 
 import (
-	"github.com/ringbroker/ringbroker/appliance/txn"
 	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var endTxnAPI = apiDef{key: 26, min: 0, max: 5, handle: handleEndTxn}
+func (h *handlers) endTxnAPI() wire.API {
+	return wire.API{Key: 26, Min: 0, Max: 5, Handle: h.handleEndTxn}
+}
 
-func handleEndTxn(b *Broker, r *wire.Request) any {
+func (h *handlers) handleEndTxn(r *wire.Request) any {
 	req := r.Req.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	resp.ProducerID, resp.ProducerEpoch = req.ProducerID, req.ProducerEpoch
-	if b.txnIDDenied(r, req.TransactionalID) {
+	if h.txnIDDenied(r, req.TransactionalID) {
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return resp
 	}
-	ch := askTxn(b, req.TransactionalID, func(m *txn.Manager, reply func(*kerr.Error)) {
+	ch := Ask(h.b.Coordinator(), req.TransactionalID, func(m *Manager, reply func(*kerr.Error)) {
 		m.EndTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, reply)
 	})
 	if !ch.Posted() {
@@ -43,7 +44,7 @@ func handleEndTxn(b *Broker, r *wire.Request) any {
 		if !ok {
 			err = kerr.CoordinatorNotAvailable
 		}
-		resp.ErrorCode = txn.FencedCode(err, r.Version >= 2)
+		resp.ErrorCode = FencedCode(err, r.Version >= 2)
 		return resp
 	})
 }

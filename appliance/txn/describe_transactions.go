@@ -1,4 +1,4 @@
-package appliance
+package txn
 
 // DescribeTransactions (key 65), v0 (KIP-664).
 //
@@ -9,25 +9,26 @@ package appliance
 // Unknown ids answer TRANSACTIONAL_ID_NOT_FOUND.
 
 import (
-	"github.com/ringbroker/ringbroker/appliance/txn"
 	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var describeTransactionsAPI = apiDef{key: 65, min: 0, max: 0, handle: handleDescribeTransactions}
+func (h *handlers) describeTransactionsAPI() wire.API {
+	return wire.API{Key: 65, Min: 0, Max: 0, Handle: h.handleDescribeTransactions}
+}
 
 type txnDescribeAnswer struct {
-	s  txn.Summary
+	s  Summary
 	ok bool
 }
 
-func handleDescribeTransactions(b *Broker, r *wire.Request) any {
+func (h *handlers) handleDescribeTransactions(r *wire.Request) any {
 	req := r.Req.(*kmsg.DescribeTransactionsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
 	chans := make([]wire.Reply[txnDescribeAnswer], len(req.TransactionalIDs))
 	for i, id := range req.TransactionalIDs {
-		chans[i] = askTxn(b, id, func(m *txn.Manager, reply func(txnDescribeAnswer)) {
+		chans[i] = Ask(h.b.Coordinator(), id, func(m *Manager, reply func(txnDescribeAnswer)) {
 			s, ok := m.Summary(id)
 			reply(txnDescribeAnswer{s, ok})
 		})
