@@ -63,6 +63,7 @@ func (l *fakeLog) Replay(fn func(control bool, key, value []byte) error) error {
 }
 
 type fakeBroker struct {
+	coord   *Coordinator
 	logs    []Log
 	closing chan struct{}
 	markers chan MarkerJob
@@ -70,7 +71,7 @@ type fakeBroker struct {
 	mu      sync.Mutex
 }
 
-func (b *fakeBroker) Coordinator() *Coordinator           { return nil }
+func (b *fakeBroker) Coordinator() *Coordinator           { return b.coord }
 func (b *fakeBroker) StateLogs(cfg Config) ([]Log, error) { return b.logs, nil }
 func (b *fakeBroker) Closing() <-chan struct{}            { return b.closing }
 func (b *fakeBroker) PartitionCount(string) int32         { return 1 }
