@@ -118,12 +118,6 @@ func (l *txnLog) Append(recs []kmsg.Record, done func(error)) error {
 	return nil
 }
 
-// askTxn runs fn with id's manager on its coordinator shard (txn.Ask);
-// the Reply is the zero one when the coordinator is not running.
-func askTxn[T any](b *Broker, id string, fn func(m *txn.Manager, reply func(T))) wire.Reply[T] {
-	return txn.Ask(b.txn, id, fn)
-}
-
 // txnGroups is the group coordinator as the transaction handlers see it.
 type txnGroups struct{ b *Broker }
 

@@ -120,7 +120,7 @@ func TestCoordinatorLoadCompletesPrepared(t *testing.T) {
 		b.logs = append(b.logs, l)
 	}
 	defer close(b.closing)
-	c, err := Start(b, map[string]string{"transaction.state.log.num.partitions": "3"}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c, err := Start(b, map[string]string{"transaction.state.log.num.partitions": "3"}, discard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestCoordinatorLoadCompletesPrepared(t *testing.T) {
 
 // TestCoordinatorStartErrors: a bad setting and a replay error fail Start.
 func TestCoordinatorStartErrors(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := discard()
 	b := &fakeBroker{closing: make(chan struct{}), markers: make(chan MarkerJob, 1)}
 	defer close(b.closing)
 	if _, err := Start(b, map[string]string{"transaction.max.timeout.ms": "x"}, log); err == nil {
@@ -243,3 +243,6 @@ func FuzzLoadRecord(f *testing.F) {
 		}
 	})
 }
+
+// discard is a logger that drops everything.
+func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

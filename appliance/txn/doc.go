@@ -14,8 +14,9 @@
 // (the __transaction_state partitions as Logs, control markers written to
 // data partitions, producer-id blocks reserved through the controller, the
 // current image's partition counts) and Groups (the group coordinator's
-// side of AddOffsetsToTxn and TxnOffsetCommit). Transactional produce
-// verification stays in appliance (txn_produce.go) and uses Ask.
+// side of AddOffsetsToTxn and TxnOffsetCommit). Transactional produce is
+// verified here (Coordinator.Produce); the produce path in appliance hands
+// its pending appends over as ProduceTargets.
 //
 // Goroutines: a Manager is owned by the shard that owns its
 // __transaction_state partition; every Manager method, and every callback
