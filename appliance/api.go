@@ -4,6 +4,7 @@ import (
 	"github.com/ringbroker/ringbroker/appliance/group"
 	"github.com/ringbroker/ringbroker/appliance/quota"
 	"github.com/ringbroker/ringbroker/appliance/security"
+	"github.com/ringbroker/ringbroker/appliance/txn"
 	"github.com/ringbroker/ringbroker/appliance/wire"
 )
 
@@ -49,15 +50,17 @@ func newAPITable(b *Broker) *wire.Table {
 		electLeadersAPI, alterPartitionReassignmentsAPI, listPartitionReassignmentsAPI, describeProducersAPI,
 		// Coordinators of groups and transactions.
 		findCoordinatorAPI,
-		// Transactions.
-		initProducerIDAPI, addPartitionsToTxnAPI, addOffsetsToTxnAPI, endTxnAPI, txnOffsetCommitAPI,
-		describeTransactionsAPI, listTransactionsAPI,
 		// Share groups (KIP-932).
 		shareGroupHeartbeatAPI, shareGroupDescribeAPI, shareFetchAPI, shareAcknowledgeAPI,
 		describeShareGroupOffsetsAPI, alterShareGroupOffsetsAPI, deleteShareGroupOffsetsAPI,
 	} {
 		t.Register(d.bind(b))
 	}
+	var authz wire.Authorizer // no typed nil: txn checks authz == nil
+	if b.authz != nil {
+		authz = b.authz
+	}
+	txn.Register(t, txnBroker{b}, txnGroups{b}, authz)
 	quota.Register(t, quotaBroker{b})
 	security.Register(t, securityBroker{b}, b.authz, b.log)
 	// Classic and KIP-848 groups.

@@ -69,11 +69,6 @@ func (b *Broker) groupRefusal(r *wire.Request, op kmsg.ACLOperation, group strin
 	return nil
 }
 
-// txnIDDenied reports whether the principal lacks WRITE on a transactional id.
-func (b *Broker) txnIDDenied(r *wire.Request, id string) bool {
-	return b.authz != nil && !b.authorize(r, kmsg.ACLOperationWrite, aclResTxnID, id)
-}
-
 // errTopicAuthz is TOPIC_AUTHORIZATION_FAILED with the topic and operation.
 func errTopicAuthz(op kmsg.ACLOperation, topic string) error {
 	return fmt.Errorf("%w: the principal is not allowed %s on topic %q", kerr.TopicAuthorizationFailed, op, topic)
@@ -144,27 +139,6 @@ func (b *Broker) metadataTopicDenied(r *wire.Request, req *kmsg.MetadataRequest,
 	return !exists && autoCreate && validTopicName(name) == nil && b.createTopicAuthzErr(r, name) != nil
 }
 
-// initProducerIDDenied returns InitProducerId's authorization error code,
-// or 0: a transactional id needs WRITE on it
-// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent producer needs
-// IDEMPOTENT_WRITE on the cluster or WRITE on some topic
-// (CLUSTER_AUTHORIZATION_FAILED), as since KIP-679.
-func (b *Broker) initProducerIDDenied(r *wire.Request, req *kmsg.InitProducerIDRequest) int16 {
-	if b.authz == nil {
-		return 0
-	}
-	if req.TransactionalID != nil && *req.TransactionalID != "" {
-		if b.txnIDDenied(r, *req.TransactionalID) {
-			return kerr.TransactionalIDAuthorizationFailed.Code
-		}
-		return 0
-	}
-	if b.authorizeCluster(r, kmsg.ACLOperationIdempotentWrite) || b.authorizeAnyTopic(r, kmsg.ACLOperationWrite) {
-		return 0
-	}
-	return kerr.ClusterAuthorizationFailed.Code
-}
-
 // findCoordinatorDenied returns FindCoordinator's authorization error for
 // one key, or nil: DESCRIBE on the group (type 0) or on the transactional
 // id (type 1).
@@ -192,59 +166,6 @@ func (b *Broker) listGroupsFilter(r *wire.Request) func(group string) bool {
 		return func(string) bool { return true }
 	}
 	return func(g string) bool { return b.authorize(r, kmsg.ACLOperationDescribe, aclResGroup, g) }
-}
-
-// addTxnDenied answers an AddPartitionsToTxn transaction the principal may
-// not change, or returns nil: every partition gets
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED without WRITE on the id; otherwise,
-// when a topic lacks WRITE, its partitions get TOPIC_AUTHORIZATION_FAILED
-// and the others OPERATION_NOT_ATTEMPTED.
-func (b *Broker) addTxnDenied(r *wire.Request, id string, topics []kmsg.AddPartitionsToTxnRequestTopic) []kmsg.AddPartitionsToTxnResponseTopic {
-	if b.authz == nil {
-		return nil
-	}
-	codes := make([]int16, len(topics))
-	anyDenied := false
-	for i, t := range topics {
-		switch {
-		case b.txnIDDenied(r, id):
-			codes[i], anyDenied = kerr.TransactionalIDAuthorizationFailed.Code, true
-		case b.topicDenied(r, kmsg.ACLOperationWrite, t.Topic):
-			codes[i], anyDenied = kerr.TopicAuthorizationFailed.Code, true
-		default:
-			codes[i] = kerr.OperationNotAttempted.Code
-		}
-	}
-	if !anyDenied {
-		return nil
-	}
-	out := make([]kmsg.AddPartitionsToTxnResponseTopic, 0, len(topics))
-	for i, t := range topics {
-		rt := kmsg.NewAddPartitionsToTxnResponseTopic()
-		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p, codes[i]
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		out = append(out, rt)
-	}
-	return out
-}
-
-// txnOffsetCommitDenied returns the code every partition of a
-// TxnOffsetCommit gets, or 0: TRANSACTIONAL_ID_AUTHORIZATION_FAILED without
-// WRITE on the id, GROUP_AUTHORIZATION_FAILED without READ on the group.
-func (b *Broker) txnOffsetCommitDenied(r *wire.Request, req *kmsg.TxnOffsetCommitRequest) int16 {
-	switch {
-	case b.authz == nil:
-		return 0
-	case b.txnIDDenied(r, req.TransactionalID):
-		return kerr.TransactionalIDAuthorizationFailed.Code
-	case b.groupDenied(r, kmsg.ACLOperationRead, req.Group):
-		return kerr.GroupAuthorizationFailed.Code
-	}
-	return 0
 }
 
 // offsetFetchGroupDenied answers an OffsetFetch v0-v7 whose principal may

@@ -17,10 +17,10 @@ import (
 	"github.com/ringbroker/ringbroker/appliance/metadata"
 	"github.com/ringbroker/ringbroker/appliance/quota"
 	"github.com/ringbroker/ringbroker/appliance/security"
+	"github.com/ringbroker/ringbroker/appliance/txn"
 	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/ringbroker/ringbroker/ioring"
 	"github.com/ringbroker/ringbroker/nvme"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Broker is one ringbroker node: shards owning partitions, the network
@@ -60,13 +60,10 @@ type Broker struct {
 
 	lockFile *os.File // holds the flock on <log.dirs>/.lock
 
-	pids producerIDs
-	// txnInit answers InitProducerId for transactional ids; nil until the
-	// transaction coordinator is started.
-	txnInit func(r *wire.Request, req *kmsg.InitProducerIDRequest) kmsg.Response
+	pids txn.ProducerIDs // producer id blocks (producer_ids.go)
 
 	groups *groupCoordinator // set in Start, before serving
-	txn    *txnCoordinator   // set in Start, before serving
+	txn    *txn.Coordinator  // set in Start, before serving
 	// cleaner is the log cleaner (cleaner.go); set in Start.
 	cleaner *logCleaner
 

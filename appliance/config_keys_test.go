@@ -3,6 +3,7 @@ package appliance
 import (
 	"errors"
 	"github.com/ringbroker/ringbroker/appliance/quota"
+	"github.com/ringbroker/ringbroker/appliance/txn"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -202,16 +203,8 @@ func TestConfigKeysRegistry(t *testing.T) {
 	if gc, err := group.ConfigFromProps(defaults); err != nil || !reflect.DeepEqual(gc, group.DefaultConfig()) {
 		t.Errorf("the registry's group defaults parse to %+v (%v), the coordinator's defaults are %+v", gc, err, group.DefaultConfig())
 	}
-	tc := defaultTxnConfig()
-	for k, want := range map[string]int64{
-		"transaction.state.log.num.partitions":                        int64(tc.numPartitions),
-		"transaction.max.timeout.ms":                                  tc.maxTimeout.Milliseconds(),
-		"transaction.abort.timed.out.transaction.cleanup.interval.ms": tc.cleanupInterval.Milliseconds(),
-		"transactional.id.expiration.ms":                              tc.idExpiration.Milliseconds(),
-	} {
-		if got := byName[k].Default; got != strconv.FormatInt(want, 10) {
-			t.Errorf("%s: registry default %q, the coordinator's %d", k, got, want)
-		}
+	if tc, err := txn.ConfigFromProps(defaults); err != nil || !reflect.DeepEqual(tc, txn.DefaultConfig()) {
+		t.Errorf("the registry's transaction defaults parse to %+v (%v), the coordinator's defaults are %+v", tc, err, txn.DefaultConfig())
 	}
 	qc, err := quota.ConfigFromProps(nil)
 	if err != nil {

@@ -26,7 +26,7 @@
 // run in one process) and hands the handler a wire.Request whose Owner is
 // the request's reqState and whose Conn is the *conn (connOf and stateOf
 // get them back without allocating). Handlers that ask a coordinator's
-// shard use wire.Ask through askGroup, askTxn and askShare, each typed by
+// shard use wire.Ask through askGroup, txn.Ask and askShare, each typed by
 // its reply.
 //
 // Goroutines and ownership:

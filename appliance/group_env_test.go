@@ -4,18 +4,13 @@ package appliance
 // group tests that drive a shareManager beside its group.Manager.
 
 import (
-	"flag"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ringbroker/ringbroker/appliance/group"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite testdata/txn expected output")
 
 type fakeTimer struct {
 	when    time.Time
@@ -93,35 +88,3 @@ func newGroupManager(env group.Env, cfg group.Config) *group.Manager {
 
 // defaultGroupConfig is group.DefaultConfig.
 func defaultGroupConfig() group.Config { return group.DefaultConfig() }
-
-// The script helpers of the transaction tests (txn_test.go); the group
-// scripts have their own in appliance/group.
-
-func errName(err *kerr.Error) string {
-	if err == nil {
-		return "NONE"
-	}
-	return err.Message
-}
-
-func parseArgs(fields []string) map[string]string {
-	m := map[string]string{}
-	for _, f := range fields {
-		k, v, _ := strings.Cut(f, "=")
-		m[k] = v
-	}
-	return m
-}
-
-func atoiOr(s string, def int) int {
-	if s == "" {
-		return def
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		panic(fmt.Sprintf("bad number %q", s))
-	}
-	return n
-}
-
-func msOr(s string, def int) time.Duration { return time.Duration(atoiOr(s, def)) * time.Millisecond }

@@ -93,7 +93,7 @@ func handleProduce(b *Broker, r *wire.Request) any {
 				// every wait is counted (produce_wait.go).
 				w := ps.addWait(ti, pi, b.shardFor(topic, p.Partition), tpKey{topic.ID, p.Partition}, p.Records)
 				if txn {
-					txnItems = append(txnItems, txnProduceItem{tp: txnTP{t.Topic, p.Partition}, records: p.Records, w: w})
+					txnItems = append(txnItems, txnProduceItem{tp: txnTP{Topic: t.Topic, Partition: p.Partition}, records: p.Records, w: w})
 				}
 			}
 		}

@@ -1,18 +1,16 @@
 package appliance
 
-// Produce with a transactional id: each partition's batch is checked with
-// the transaction coordinator before it is appended (KIP-890 part 1's
-// verification, done locally since this broker is the coordinator). The
-// check runs on the coordinator's shard, which then posts the appends to the
-// partitions' owner shards: requests of one connection reach the
-// coordinator in order, so their appends keep that order, and the
-// dispatcher (a reader goroutine, or the shard loop with io.engine=uring)
-// never waits.
+// Produce with a transactional id goes through the transaction coordinator
+// (txn.Coordinator.Produce), which checks each partition's batch against
+// the producer's open transaction on the coordinator's shard and then posts
+// the appends to the partitions' owner shards.
 
 import (
-	"github.com/ringbroker/ringbroker/nvme"
-	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/ringbroker/ringbroker/appliance/txn"
 )
+
+// txnTP is a partition of a transaction (produce.go names it).
+type txnTP = txn.TP
 
 // txnProduceItem is one partition of a transactional produce.
 type txnProduceItem struct {
@@ -21,49 +19,22 @@ type txnProduceItem struct {
 	w       *produceWait // posts the append to the owner shard and takes its answer
 }
 
+// txnTarget is a produceWait as a txn.ProduceTarget.
+type txnTarget produceWait
+
+// Fail implements txn.ProduceTarget.
+func (t *txnTarget) Fail(err error) {
+	(*produceWait)(t).done(produceResult{err: err, baseOffset: -1, logAppendTime: -1, logStartOffset: -1})
+}
+
+// Post implements txn.ProduceTarget.
+func (t *txnTarget) Post() { t.st.loop.Post(t.postFn) }
+
+// txnProduce hands a transactional produce's partitions to the coordinator.
 func (b *Broker) txnProduce(tid string, items []txnProduceItem) {
-	fail := func(it txnProduceItem, err error) {
-		it.w.done(produceResult{err: err, baseOffset: -1, logAppendTime: -1, logStartOffset: -1})
-	}
-	type check struct {
-		i     int
-		pid   int64
-		epoch int16
-	}
-	var checks []check
+	out := make([]txn.ProduceItem, len(items))
 	for i, it := range items {
-		h, err := nvme.ParseBatchHeader(it.records)
-		switch {
-		case err != nil:
-			fail(it, err)
-		case !h.IsTransactional() || h.IsControl() || h.ProducerID < 0:
-			fail(it, kerr.InvalidRecord)
-		default:
-			checks = append(checks, check{i, h.ProducerID, h.ProducerEpoch})
-		}
+		out[i] = txn.ProduceItem{TP: it.tp, Records: it.records, Target: (*txnTarget)(it.w)}
 	}
-	if len(checks) == 0 {
-		return
-	}
-	// The check and the appends run on the coordinator's shard, which posts
-	// the appends in the order the requests arrived there; the dispatching
-	// goroutine or loop never waits.
-	ch := askTxn(b, tid, func(m *txnManager, _ func(struct{})) {
-		for _, c := range checks {
-			it := items[c.i]
-			if err := m.verify(tid, c.pid, c.epoch, it.tp); err != nil {
-				if err == kerr.InvalidProducerIDMapping {
-					err = kerr.InvalidTxnState
-				}
-				fail(it, err)
-				continue
-			}
-			it.w.st.loop.Post(it.w.postFn)
-		}
-	})
-	if !ch.Posted() {
-		for _, c := range checks {
-			fail(items[c.i], kerr.CoordinatorNotAvailable)
-		}
-	}
+	b.txn.Produce(tid, out)
 }

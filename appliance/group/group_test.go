@@ -21,12 +21,11 @@ package group
 //
 // The output of a command is every answer given while it ran (joins and
 // syncs may be answered by a later command) and, for state, the group.
-// Run with -rewrite to regenerate the expected output.
+// Run with SCRIPTTEST_REWRITE=1 to regenerate the expected output
+// (internal/scripttest).
 
 import (
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -34,11 +33,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringbroker/ringbroker/internal/scripttest"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.txt expected output")
 
 type fakeTimer struct {
 	when    time.Time
@@ -331,59 +329,25 @@ func runGroupCommand(e *fakeGroupEnv, m **Manager, line string) {
 	}
 }
 
+// groupScript is the scripttest.Env of one group script.
+type groupScript struct {
+	env *fakeGroupEnv
+	m   *Manager
+	out *strings.Builder
+}
+
+func (g *groupScript) Exec(_ *testing.T, line string) { runGroupCommand(g.env, &g.m, line) }
+
+func (g *groupScript) Output() string { s := g.out.String(); g.out.Reset(); return s }
+
 func TestGroupScripts(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scripts in testdata: %v", err)
-	}
-	for _, path := range files {
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			raw, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := &strings.Builder{}
-			env := &fakeGroupEnv{t: time.UnixMilli(1_700_000_000_000), ids: map[string]int{}, out: out}
-			cfg := DefaultConfig()
-			cfg.initialRebalanceDelay = 0
-			m := NewManager(env, cfg)
-			var rewritten strings.Builder
-			blocks := strings.Split(strings.TrimSpace(string(raw)), "\n\n")
-			for _, blk := range blocks {
-				lines := strings.Split(blk, "\n")
-				var cmd []string
-				i := 0
-				for ; i < len(lines) && lines[i] != "----"; i++ {
-					cmd = append(cmd, lines[i])
-				}
-				want := ""
-				if i < len(lines) {
-					want = strings.Join(lines[i+1:], "\n")
-				}
-				out.Reset()
-				for _, c := range cmd {
-					if c == "" || strings.HasPrefix(c, "#") {
-						continue
-					}
-					runGroupCommand(env, &m, c)
-				}
-				got := strings.TrimSpace(out.String())
-				rewritten.WriteString(strings.Join(cmd, "\n") + "\n----\n")
-				if got != "" {
-					rewritten.WriteString(got + "\n")
-				}
-				rewritten.WriteString("\n")
-				if !*rewrite && got != strings.TrimSpace(want) {
-					t.Errorf("%s:\n%s\ngot:\n%s\nwant:\n%s", path, strings.Join(cmd, "\n"), got, want)
-				}
-			}
-			if *rewrite {
-				if err := os.WriteFile(path, []byte(strings.TrimSpace(rewritten.String())+"\n"), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-		})
-	}
+	scripttest.Run(t, filepath.Join("testdata", "*.txt"), func(*testing.T) scripttest.Env {
+		out := &strings.Builder{}
+		env := &fakeGroupEnv{t: time.UnixMilli(1_700_000_000_000), ids: map[string]int{}, out: out}
+		cfg := DefaultConfig()
+		cfg.initialRebalanceDelay = 0
+		return &groupScript{env: env, m: NewManager(env, cfg), out: out}
+	})
 }
 
 func TestGroupPartition(t *testing.T) {

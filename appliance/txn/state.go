@@ -1,25 +1,25 @@
-package appliance
+package txn
 
 // This file is the transaction coordinator's state machine (KIP-98), as
 // Kafka's TransactionCoordinator runs it with transaction version 1.
 //
-// A txnManager owns the transactional ids of one __transaction_state
+// A Manager owns the transactional ids of one __transaction_state
 // partition. It is driven by method calls on the partition's owner shard and
 // never blocks: every state change is first written to the partition
-// (txnEnv.persist, Kafka's TxnMetadataKey/TxnMetadataValue v0 schemas) and
+// (Env.Persist, Kafka's TxnMetadataKey/TxnMetadataValue v0 schemas) and
 // applied in memory when the write is durable; while a write or a round of
 // markers is in flight the id is busy and other requests answer
 // CONCURRENT_TRANSACTIONS.
 //
 // States: Empty -> Ongoing (AddPartitionsToTxn / AddOffsetsToTxn) ->
 // PrepareCommit|PrepareAbort (EndTxn, or a timeout/fence abort) -> markers
-// written to every partition of the transaction (txnEnv.writeMarkers) ->
+// written to every partition of the transaction (Env.WriteMarkers) ->
 // CompleteCommit|CompleteAbort -> Ongoing again with the next
 // AddPartitionsToTxn. InitProducerId bumps the epoch; an open transaction is
 // aborted first with a bumped epoch (fencing the old producer), as are
 // transactions that pass transaction.timeout.ms. After a restart Prepare*
 // states are completed at once and Ongoing ones time out.
-// Tests drive it with a fake clock (txn_test.go, testdata/txn/).
+// Tests drive it with a fake clock (state_test.go, testdata/).
 
 import (
 	"math"
@@ -42,10 +42,10 @@ const (
 	txnPrepareEpochFence kmsg.TransactionState = 7
 )
 
-// txnTP is a partition taking part in a transaction.
-type txnTP struct {
-	topic     string
-	partition int32
+// TP is a partition taking part in a transaction.
+type TP struct {
+	Topic     string
+	Partition int32
 }
 
 // txnMeta is one transactional id's state.
@@ -55,7 +55,7 @@ type txnMeta struct {
 	epoch, lastEpoch int16
 	timeout          time.Duration
 	state            kmsg.TransactionState
-	parts            map[txnTP]bool
+	parts            map[TP]bool
 	start, updated   time.Time
 	// busy: a state write or a round of markers is in flight.
 	busy bool
@@ -64,60 +64,64 @@ type txnMeta struct {
 	fenced bool
 }
 
-func (t *txnMeta) sortedParts() []txnTP {
-	out := make([]txnTP, 0, len(t.parts))
+// sortedParts is t.parts sorted by topic and partition.
+func (t *txnMeta) sortedParts() []TP {
+	out := make([]TP, 0, len(t.parts))
 	for p := range t.parts {
 		out = append(out, p)
 	}
 	sort.Slice(out, func(i, j int) bool {
-		if out[i].topic != out[j].topic {
-			return out[i].topic < out[j].topic
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
 		}
-		return out[i].partition < out[j].partition
+		return out[i].Partition < out[j].Partition
 	})
 	return out
 }
 
-// txnConfig holds the broker's transaction settings.
-type txnConfig struct {
-	numPartitions   int32         // transaction.state.log.num.partitions
-	maxTimeout      time.Duration // transaction.max.timeout.ms
-	cleanupInterval time.Duration // transaction.abort.timed.out.transaction.cleanup.interval.ms
-	idExpiration    time.Duration // transactional.id.expiration.ms
+// Config holds the broker's transaction settings.
+type Config struct {
+	NumPartitions   int32         // transaction.state.log.num.partitions
+	MaxTimeout      time.Duration // transaction.max.timeout.ms
+	CleanupInterval time.Duration // transaction.abort.timed.out.transaction.cleanup.interval.ms
+	IDExpiration    time.Duration // transactional.id.expiration.ms
 }
 
-func defaultTxnConfig() txnConfig {
-	return txnConfig{numPartitions: 50, maxTimeout: 15 * time.Minute, cleanupInterval: 10 * time.Second, idExpiration: 7 * 24 * time.Hour}
+// DefaultConfig is Kafka's defaults for the transaction settings.
+func DefaultConfig() Config {
+	return Config{NumPartitions: 50, MaxTimeout: 15 * time.Minute, CleanupInterval: 10 * time.Second, IDExpiration: 7 * 24 * time.Hour}
 }
 
-// markerJob is one round of transaction markers.
-type markerJob struct {
-	pid        int64
-	epoch      int16
-	commit     bool
-	coordEpoch int32
-	parts      []txnTP
+// MarkerJob is one round of transaction markers.
+type MarkerJob struct {
+	PID        int64 // the transaction's producer id
+	Epoch      int16 // and epoch
+	Commit     bool  // COMMIT (true) or ABORT markers
+	CoordEpoch int32 // the coordinator epoch the marker carries
+	Parts      []TP  // the partitions that get a marker, sorted
 }
 
-// txnEnv is what a txnManager needs from the broker: a clock, durable
+// Env is what a Manager needs from the broker: a clock, durable
 // appends to its __transaction_state partition, and marker writes to the
 // transaction's partitions. Callbacks run on the owning shard.
-type txnEnv interface {
-	now() time.Time
-	persist(recs []kmsg.Record, done func(error))
-	writeMarkers(job markerJob, done func())
+type Env interface {
+	Now() time.Time
+	Persist(recs []kmsg.Record, done func(error))
+	WriteMarkers(job MarkerJob, done func())
 }
 
-// txnManager owns the transactional ids of one __transaction_state partition.
-type txnManager struct {
-	env        txnEnv
-	cfg        txnConfig
+// Manager owns the transactional ids of one __transaction_state partition.
+type Manager struct {
+	env        Env
+	cfg        Config
 	coordEpoch int32
 	txns       map[string]*txnMeta
 }
 
-func newTxnManager(env txnEnv, cfg txnConfig, coordEpoch int32) *txnManager {
-	return &txnManager{env: env, cfg: cfg, coordEpoch: coordEpoch, txns: map[string]*txnMeta{}}
+// NewManager returns an empty Manager; coordEpoch is the leader epoch of
+// its __transaction_state partition, written into markers.
+func NewManager(env Env, cfg Config, coordEpoch int32) *Manager {
+	return &Manager{env: env, cfg: cfg, coordEpoch: coordEpoch, txns: map[string]*txnMeta{}}
 }
 
 // txnRecord encodes t as a __transaction_state record.
@@ -130,11 +134,11 @@ func txnRecord(t *txnMeta) kmsg.Record {
 	v.State = t.state
 	v.Topics = []kmsg.TxnMetadataValueTopic{}
 	for _, p := range t.sortedParts() {
-		if n := len(v.Topics); n == 0 || v.Topics[n-1].Topic != p.topic {
-			v.Topics = append(v.Topics, kmsg.TxnMetadataValueTopic{Topic: p.topic})
+		if n := len(v.Topics); n == 0 || v.Topics[n-1].Topic != p.Topic {
+			v.Topics = append(v.Topics, kmsg.TxnMetadataValueTopic{Topic: p.Topic})
 		}
 		vt := &v.Topics[len(v.Topics)-1]
-		vt.Partitions = append(vt.Partitions, p.partition)
+		vt.Partitions = append(vt.Partitions, p.Partition)
 	}
 	v.LastUpdateTimestamp = t.updated.UnixMilli()
 	v.StartTimestamp = -1
@@ -145,11 +149,11 @@ func txnRecord(t *txnMeta) kmsg.Record {
 }
 
 // write persists next as t's new state and applies it once durable.
-func (m *txnManager) write(t *txnMeta, next txnMeta, done func(error)) {
+func (m *Manager) write(t *txnMeta, next txnMeta, done func(error)) {
 	t.busy = true
 	next.busy = false
-	next.updated = m.env.now()
-	m.env.persist([]kmsg.Record{txnRecord(&next)}, func(err error) {
+	next.updated = m.env.Now()
+	m.env.Persist([]kmsg.Record{txnRecord(&next)}, func(err error) {
 		t.busy = false
 		if err == nil {
 			*t = next
@@ -158,49 +162,50 @@ func (m *txnManager) write(t *txnMeta, next txnMeta, done func(error)) {
 	})
 }
 
-// initArgs is an InitProducerId with a transactional id.
-type initArgs struct {
-	id        string
-	timeoutMs int32
-	pid       int64 // KIP-360: the producer's current id, or -1
-	epoch     int16
-	spare     int64 // a fresh producer id, used when one is needed
+// InitArgs is an InitProducerId with a transactional id.
+type InitArgs struct {
+	ID        string
+	TimeoutMs int32
+	PID       int64 // KIP-360: the producer's current id, or -1
+	Epoch     int16
+	Spare     int64 // a fresh producer id, used when one is needed
 }
 
-type initResult struct {
-	err   *kerr.Error
-	pid   int64
-	epoch int16
+// InitResult is InitProducerId's answer: an error, or the id and epoch.
+type InitResult struct {
+	Err   *kerr.Error
+	PID   int64
+	Epoch int16
 }
 
-// initProducer handles InitProducerId for a transactional id.
-func (m *txnManager) initProducer(a initArgs, done func(initResult)) {
-	fail := func(err *kerr.Error) { done(initResult{err: err, pid: -1, epoch: -1}) }
-	timeout := time.Duration(a.timeoutMs) * time.Millisecond
-	if a.timeoutMs <= 0 || timeout > m.cfg.maxTimeout {
+// InitProducer handles InitProducerId for a transactional id.
+func (m *Manager) InitProducer(a InitArgs, done func(InitResult)) {
+	fail := func(err *kerr.Error) { done(InitResult{Err: err, PID: -1, Epoch: -1}) }
+	timeout := time.Duration(a.TimeoutMs) * time.Millisecond
+	if a.TimeoutMs <= 0 || timeout > m.cfg.MaxTimeout {
 		fail(kerr.InvalidTransactionTimeout)
 		return
 	}
-	t := m.txns[a.id]
+	t := m.txns[a.ID]
 	if t == nil {
-		if a.pid >= 0 {
+		if a.PID >= 0 {
 			// The producer's id is unknown here (KIP-360): it may start over.
-			a.pid = -1
+			a.PID = -1
 		}
-		t = &txnMeta{id: a.id, pid: -1, lastPid: -1, epoch: -1, lastEpoch: -1}
-		m.txns[a.id] = t
+		t = &txnMeta{id: a.ID, pid: -1, lastPid: -1, epoch: -1, lastEpoch: -1}
+		m.txns[a.ID] = t
 		next := *t
-		next.pid, next.epoch, next.timeout, next.state, next.parts = a.spare, 0, timeout, txnEmpty, nil
+		next.pid, next.epoch, next.timeout, next.state, next.parts = a.Spare, 0, timeout, txnEmpty, nil
 		next.start = time.Time{}
 		m.write(t, next, func(err error) {
 			if err != nil {
 				if t.pid < 0 {
-					delete(m.txns, a.id)
+					delete(m.txns, a.ID)
 				}
 				fail(kerr.NotCoordinator)
 				return
 			}
-			done(initResult{pid: t.pid, epoch: t.epoch})
+			done(InitResult{PID: t.pid, Epoch: t.epoch})
 		})
 		return
 	}
@@ -208,13 +213,13 @@ func (m *txnManager) initProducer(a initArgs, done func(initResult)) {
 		fail(kerr.ConcurrentTransactions)
 		return
 	}
-	if a.pid >= 0 {
+	if a.PID >= 0 {
 		switch {
-		case a.pid == t.pid && a.epoch == t.epoch:
-		case a.pid == t.pid && t.fenced && a.epoch == t.epoch-1:
-		case a.pid == t.lastPid && a.epoch == t.lastEpoch && t.state == txnEmpty:
+		case a.PID == t.pid && a.Epoch == t.epoch:
+		case a.PID == t.pid && t.fenced && a.Epoch == t.epoch-1:
+		case a.PID == t.lastPid && a.Epoch == t.lastEpoch && t.state == txnEmpty:
 			// A retry of the InitProducerId that gave the current epoch.
-			done(initResult{pid: t.pid, epoch: t.epoch})
+			done(InitResult{PID: t.pid, Epoch: t.epoch})
 			return
 		default:
 			fail(kerr.ProducerFenced)
@@ -235,7 +240,7 @@ func (m *txnManager) initProducer(a initArgs, done func(initResult)) {
 	next := *t
 	next.lastPid, next.lastEpoch = t.pid, t.epoch
 	if t.epoch >= math.MaxInt16-1 {
-		next.pid, next.epoch = a.spare, 0 // epoch exhausted: a new producer id
+		next.pid, next.epoch = a.Spare, 0 // epoch exhausted: a new producer id
 	} else {
 		next.epoch = t.epoch + 1
 	}
@@ -245,13 +250,13 @@ func (m *txnManager) initProducer(a initArgs, done func(initResult)) {
 			fail(kerr.NotCoordinator)
 			return
 		}
-		done(initResult{pid: t.pid, epoch: t.epoch})
+		done(InitResult{PID: t.pid, Epoch: t.epoch})
 	})
 }
 
 // check is the common producer check of AddPartitionsToTxn,
 // AddOffsetsToTxn and EndTxn.
-func (m *txnManager) check(id string, pid int64, epoch int16) (*txnMeta, *kerr.Error) {
+func (m *Manager) check(id string, pid int64, epoch int16) (*txnMeta, *kerr.Error) {
 	t := m.txns[id]
 	switch {
 	case t == nil || t.pid != pid:
@@ -264,9 +269,9 @@ func (m *txnManager) check(id string, pid int64, epoch int16) (*txnMeta, *kerr.E
 	return t, nil
 }
 
-// addPartitions adds partitions to the producer's transaction, starting
+// AddPartitions adds partitions to the producer's transaction, starting
 // one if none is open.
-func (m *txnManager) addPartitions(id string, pid int64, epoch int16, parts []txnTP, done func(*kerr.Error)) {
+func (m *Manager) AddPartitions(id string, pid int64, epoch int16, parts []TP, done func(*kerr.Error)) {
 	t, err := m.check(id, pid, epoch)
 	if err != nil {
 		done(err)
@@ -287,13 +292,13 @@ func (m *txnManager) addPartitions(id string, pid int64, epoch int16, parts []tx
 		}
 	}
 	next := *t
-	next.parts = map[txnTP]bool{}
+	next.parts = map[TP]bool{}
 	if t.state == txnOngoing {
 		for p := range t.parts {
 			next.parts[p] = true
 		}
 	} else {
-		next.start = m.env.now()
+		next.start = m.env.Now()
 	}
 	for _, p := range parts {
 		next.parts[p] = true
@@ -308,9 +313,9 @@ func (m *txnManager) addPartitions(id string, pid int64, epoch int16, parts []tx
 	})
 }
 
-// verify answers whether a produce of pid/epoch to tp belongs to the
+// Verify answers whether a produce of pid/epoch to tp belongs to the
 // producer's open transaction (the partition was added to it).
-func (m *txnManager) verify(id string, pid int64, epoch int16, tp txnTP) *kerr.Error {
+func (m *Manager) Verify(id string, pid int64, epoch int16, tp TP) *kerr.Error {
 	t := m.txns[id]
 	switch {
 	case t == nil || t.pid != pid:
@@ -323,10 +328,10 @@ func (m *txnManager) verify(id string, pid int64, epoch int16, tp txnTP) *kerr.E
 	return nil
 }
 
-// endTxn commits or aborts the producer's transaction: Prepare* is
+// EndTxn commits or aborts the producer's transaction: Prepare* is
 // written, the markers go to every partition, Complete* is written, and
 // then done runs.
-func (m *txnManager) endTxn(id string, pid int64, epoch int16, commit bool, done func(*kerr.Error)) {
+func (m *Manager) EndTxn(id string, pid int64, epoch int16, commit bool, done func(*kerr.Error)) {
 	t, err := m.check(id, pid, epoch)
 	if err != nil {
 		done(err)
@@ -359,7 +364,7 @@ func (m *txnManager) endTxn(id string, pid int64, epoch int16, commit bool, done
 }
 
 // fenceAbort aborts t's open transaction with a bumped epoch.
-func (m *txnManager) fenceAbort(t *txnMeta, done func()) {
+func (m *Manager) fenceAbort(t *txnMeta, done func()) {
 	next := *t
 	if t.epoch < math.MaxInt16-1 {
 		next.epoch = t.epoch + 1
@@ -376,11 +381,11 @@ func (m *txnManager) fenceAbort(t *txnMeta, done func()) {
 }
 
 // complete writes the markers of a Prepare* state and then Complete*.
-func (m *txnManager) complete(t *txnMeta, done func()) {
+func (m *Manager) complete(t *txnMeta, done func()) {
 	commit := t.state == txnPrepareCommit
-	job := markerJob{pid: t.pid, epoch: t.epoch, commit: commit, coordEpoch: m.coordEpoch, parts: t.sortedParts()}
+	job := MarkerJob{PID: t.pid, Epoch: t.epoch, Commit: commit, CoordEpoch: m.coordEpoch, Parts: t.sortedParts()}
 	t.busy = true
-	m.env.writeMarkers(job, func() {
+	m.env.WriteMarkers(job, func() {
 		t.busy = false
 		next := *t
 		next.state = txnCompleteAbort
@@ -392,11 +397,11 @@ func (m *txnManager) complete(t *txnMeta, done func()) {
 	})
 }
 
-// checkTimeouts aborts transactions open longer than their timeout,
+// CheckTimeouts aborts transactions open longer than their timeout,
 // completes Prepare* states left unfinished (after a restart or a failed
 // write), and forgets idle ids after transactional.id.expiration.ms.
-func (m *txnManager) checkTimeouts() {
-	now := m.env.now()
+func (m *Manager) CheckTimeouts() {
+	now := m.env.Now()
 	ids := make([]string, 0, len(m.txns))
 	for id := range m.txns {
 		ids = append(ids, id)
@@ -415,10 +420,10 @@ func (m *txnManager) checkTimeouts() {
 		case txnPrepareCommit, txnPrepareAbort:
 			m.complete(t, func() {})
 		case txnEmpty, txnCompleteCommit, txnCompleteAbort:
-			if m.cfg.idExpiration > 0 && now.Sub(t.updated) > m.cfg.idExpiration {
+			if m.cfg.IDExpiration > 0 && now.Sub(t.updated) > m.cfg.IDExpiration {
 				t.busy = true
 				k := kmsg.TxnMetadataKey{Version: 0, TransactionalID: id}
-				m.env.persist([]kmsg.Record{{Key: k.AppendTo(nil)}}, func(err error) {
+				m.env.Persist([]kmsg.Record{{Key: k.AppendTo(nil)}}, func(err error) {
 					t.busy = false
 					if err == nil && m.txns[id] == t {
 						delete(m.txns, id)
@@ -429,8 +434,8 @@ func (m *txnManager) checkTimeouts() {
 	}
 }
 
-// loadRecord applies one record replayed from the partition's log.
-func (m *txnManager) loadRecord(key, value []byte) error {
+// LoadRecord applies one record replayed from the partition's log.
+func (m *Manager) LoadRecord(key, value []byte) error {
 	var k kmsg.TxnMetadataKey
 	if err := k.ReadFrom(key); err != nil || k.Version != 0 {
 		return nil // not a transaction record: skip it
@@ -456,10 +461,10 @@ func (m *txnManager) loadRecord(key, value []byte) error {
 	t.pid, t.epoch = v.ProducerID, v.ProducerEpoch
 	t.timeout = time.Duration(v.TimeoutMillis) * time.Millisecond
 	t.state = v.State
-	t.parts = map[txnTP]bool{}
+	t.parts = map[TP]bool{}
 	for _, vt := range v.Topics {
 		for _, p := range vt.Partitions {
-			t.parts[txnTP{vt.Topic, p}] = true
+			t.parts[TP{vt.Topic, p}] = true
 		}
 	}
 	t.updated = time.UnixMilli(v.LastUpdateTimestamp)
@@ -470,8 +475,8 @@ func (m *txnManager) loadRecord(key, value []byte) error {
 	return nil
 }
 
-// finishLoad completes the transactions a restart left in Prepare*.
-func (m *txnManager) finishLoad() {
+// FinishLoad completes the transactions a restart left in Prepare*.
+func (m *Manager) FinishLoad() {
 	ids := make([]string, 0, len(m.txns))
 	for id, t := range m.txns {
 		if t.state == txnPrepareCommit || t.state == txnPrepareAbort {
@@ -484,38 +489,40 @@ func (m *txnManager) finishLoad() {
 	}
 }
 
-// txnSummary is one transactional id as DescribeTransactions and
+// Summary is one transactional id as DescribeTransactions and
 // ListTransactions show it.
-type txnSummary struct {
-	id        string
-	state     string
-	pid       int64
-	epoch     int16
-	timeoutMs int32
-	startMs   int64
-	parts     []txnTP
+type Summary struct {
+	ID        string
+	State     string // Kafka's state name
+	PID       int64
+	Epoch     int16
+	TimeoutMs int32
+	StartMs   int64 // start of the open transaction, or -1
+	Parts     []TP  // sorted
 }
 
 func txnStateName(s kmsg.TransactionState) string { return s.String() }
 
-func (m *txnManager) summary(id string) (txnSummary, bool) {
+// Summary describes one transactional id; false when it is unknown.
+func (m *Manager) Summary(id string) (Summary, bool) {
 	t := m.txns[id]
 	if t == nil {
-		return txnSummary{}, false
+		return Summary{}, false
 	}
-	s := txnSummary{id: id, state: txnStateName(t.state), pid: t.pid, epoch: t.epoch, timeoutMs: int32(t.timeout / time.Millisecond), startMs: -1, parts: t.sortedParts()}
+	s := Summary{ID: id, State: txnStateName(t.state), PID: t.pid, Epoch: t.epoch, TimeoutMs: int32(t.timeout / time.Millisecond), StartMs: -1, Parts: t.sortedParts()}
 	if !t.start.IsZero() && t.state != txnEmpty {
-		s.startMs = t.start.UnixMilli()
+		s.StartMs = t.start.UnixMilli()
 	}
 	return s, true
 }
 
-func (m *txnManager) list() []txnSummary {
-	out := make([]txnSummary, 0, len(m.txns))
+// List describes every transactional id, sorted by id.
+func (m *Manager) List() []Summary {
+	out := make([]Summary, 0, len(m.txns))
 	for id := range m.txns {
-		s, _ := m.summary(id)
+		s, _ := m.Summary(id)
 		out = append(out, s)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
 }

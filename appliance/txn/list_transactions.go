@@ -1,4 +1,4 @@
-package appliance
+package txn
 
 // ListTransactions (key 66), v0-v1 (KIP-664, KIP-994).
 //
@@ -16,11 +16,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var listTransactionsAPI = apiDef{key: 66, min: 0, max: 1, handle: handleListTransactions}
+func (h *handlers) listTransactionsAPI() wire.API {
+	return wire.API{Key: 66, Min: 0, Max: 1, Handle: h.handleListTransactions}
+}
 
 var txnStateNames = []string{"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort", "Dead", "PrepareEpochFence"}
 
-func handleListTransactions(b *Broker, r *wire.Request) any {
+func (h *handlers) handleListTransactions(r *wire.Request) any {
 	req := r.Req.(*kmsg.ListTransactionsRequest)
 	resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
 	for _, s := range req.StateFilters {
@@ -28,16 +30,16 @@ func handleListTransactions(b *Broker, r *wire.Request) any {
 			resp.UnknownStateFilters = append(resp.UnknownStateFilters, s)
 		}
 	}
-	tc := b.txn
+	tc := h.b.Coordinator()
 	if tc == nil {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp
 	}
-	chans := make([]chan []txnSummary, len(tc.parts))
+	chans := make([]chan []Summary, len(tc.parts))
 	for i, tp := range tc.parts {
-		ch := make(chan []txnSummary, 1)
+		ch := make(chan []Summary, 1)
 		chans[i] = ch
-		tc.post(tp.st, func() { ch <- tp.mgr.list() })
+		tc.post(tp.log, func() { ch <- tp.mgr.List() })
 	}
 	minDur := int64(-1)
 	if r.Version >= 1 {
@@ -46,25 +48,25 @@ func handleListTransactions(b *Broker, r *wire.Request) any {
 	return wire.Deferred(func() any {
 		now := time.Now().UnixMilli()
 		for _, ch := range chans {
-			var list []txnSummary
+			var list []Summary
 			select {
 			case list = <-ch:
-			case <-b.closing:
+			case <-h.b.Closing():
 				resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 				return resp
 			}
 			for _, s := range list {
-				if len(req.StateFilters) > 0 && !slices.Contains(req.StateFilters, s.state) {
+				if len(req.StateFilters) > 0 && !slices.Contains(req.StateFilters, s.State) {
 					continue
 				}
-				if len(req.ProducerIDFilters) > 0 && !slices.Contains(req.ProducerIDFilters, s.pid) {
+				if len(req.ProducerIDFilters) > 0 && !slices.Contains(req.ProducerIDFilters, s.PID) {
 					continue
 				}
-				if minDur >= 0 && (s.startMs < 0 || now-s.startMs < minDur) {
+				if minDur >= 0 && (s.StartMs < 0 || now-s.StartMs < minDur) {
 					continue
 				}
 				st := kmsg.NewListTransactionsResponseTransactionState()
-				st.TransactionalID, st.ProducerID, st.TransactionState = s.id, s.pid, s.state
+				st.TransactionalID, st.ProducerID, st.TransactionState = s.ID, s.PID, s.State
 				resp.TransactionStates = append(resp.TransactionStates, st)
 			}
 		}

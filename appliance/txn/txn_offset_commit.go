@@ -1,11 +1,11 @@
-package appliance
+package txn
 
 // TxnOffsetCommit (key 28), v0-v5.
 //
 // Sent to the group coordinator: the offsets are appended to the group's
 // __consumer_offsets partition as a transactional batch of the producer and
 // stay pending until the transaction's marker on that partition (see
-// group_txn.go): visible to OffsetFetch after a commit, dropped after an
+// appliance/group_txn.go): visible to OffsetFetch after a commit, dropped after an
 // abort. v3+ carries the member id, generation and instance id, checked as
 // OffsetCommit checks them (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
 // FENCED_INSTANCE_ID; for a KIP-848 consumer-protocol group the generation
@@ -18,17 +18,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var txnOffsetCommitAPI = apiDef{key: 28, min: 0, max: 5, handle: handleTxnOffsetCommit}
+func (h *handlers) txnOffsetCommitAPI() wire.API {
+	return wire.API{Key: 28, Min: 0, Max: 5, Handle: h.handleTxnOffsetCommit}
+}
 
-func handleTxnOffsetCommit(b *Broker, r *wire.Request) any {
+func (h *handlers) handleTxnOffsetCommit(r *wire.Request) any {
 	req := r.Req.(*kmsg.TxnOffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-	im := b.currentImage()
-	a := txnOffsetArgs{group: req.Group, generation: -1, pid: req.ProducerID, epoch: req.ProducerEpoch}
+	a := OffsetCommit{Group: req.Group, Generation: -1, PID: req.ProducerID, Epoch: req.ProducerEpoch}
 	if r.Version >= 3 {
-		a.memberID, a.generation = req.MemberID, req.Generation
+		a.MemberID, a.Generation = req.MemberID, req.Generation
 		if req.InstanceID != nil {
-			a.instanceID = *req.InstanceID
+			a.InstanceID = *req.InstanceID
 		}
 	}
 	type slot struct{ ti, pi int }
@@ -36,26 +37,26 @@ func handleTxnOffsetCommit(b *Broker, r *wire.Request) any {
 	for ti, t := range req.Topics {
 		rt := kmsg.NewTxnOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
-		topic := im.Topics[t.Topic]
-		denied := b.txnOffsetCommitDenied(r, req)
+		n := h.b.PartitionCount(t.Topic)
+		denied := h.txnOffsetCommitDenied(r, req)
 		for pi, p := range t.Partitions {
 			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
 			if denied != 0 {
 				rp.ErrorCode = denied
-			} else if b.topicDenied(r, kmsg.ACLOperationRead, t.Topic) {
+			} else if !h.allowed(r, kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, t.Topic) {
 				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
-			} else if topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions) {
+			} else if p.Partition < 0 || p.Partition >= n {
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
-				it := offsetCommitItem{topic: t.Topic, partition: p.Partition, offset: p.Offset, leaderEpoch: -1, expireTime: -1}
+				it := OffsetItem{Topic: t.Topic, Partition: p.Partition, Offset: p.Offset, LeaderEpoch: -1}
 				if r.Version >= 2 {
-					it.leaderEpoch = p.LeaderEpoch
+					it.LeaderEpoch = p.LeaderEpoch
 				}
 				if p.Metadata != nil {
-					it.metadata = *p.Metadata
+					it.Metadata = *p.Metadata
 				}
-				a.items = append(a.items, it)
+				a.Items = append(a.Items, it)
 				slots = append(slots, slot{ti, pi})
 			}
 			rt.Partitions = append(rt.Partitions, rp)
@@ -65,7 +66,7 @@ func handleTxnOffsetCommit(b *Broker, r *wire.Request) any {
 	setAll := func(errs []*kerr.Error) kmsg.Response {
 		for i, s := range slots {
 			if i < len(errs) && errs[i] != nil {
-				resp.Topics[s.ti].Partitions[s.pi].ErrorCode = fencedCode(errs[i], r.Version >= 3)
+				resp.Topics[s.ti].Partitions[s.pi].ErrorCode = FencedCode(errs[i], r.Version >= 3)
 			}
 		}
 		return resp
@@ -77,12 +78,10 @@ func handleTxnOffsetCommit(b *Broker, r *wire.Request) any {
 		}
 		return setAll(errs)
 	}
-	if len(a.items) == 0 {
+	if len(a.Items) == 0 {
 		return resp
 	}
-	ch := askGroup(b, req.Group, func(m *groupManager, reply func([]*kerr.Error)) {
-		m.txnCommitOffsets(a, reply)
-	})
+	ch := h.groups.CommitOffsets(a)
 	if !ch.Posted() {
 		return failAll(kerr.CoordinatorNotAvailable)
 	}

@@ -1,9 +1,9 @@
-package appliance
+package txn
 
 // EndTxn (key 26), v0-v5.
 //
 // Commits or aborts the producer's transaction (two-phase, see
-// txn_state.go): PrepareCommit/PrepareAbort is written to
+// state.go): PrepareCommit/PrepareAbort is written to
 // __transaction_state, a COMMIT/ABORT marker is appended to every partition
 // of the transaction, then CompleteCommit/CompleteAbort is written; the
 // answer comes after that, so a read_committed consumer or an OffsetFetch
@@ -20,18 +20,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var endTxnAPI = apiDef{key: 26, min: 0, max: 5, handle: handleEndTxn}
+func (h *handlers) endTxnAPI() wire.API {
+	return wire.API{Key: 26, Min: 0, Max: 5, Handle: h.handleEndTxn}
+}
 
-func handleEndTxn(b *Broker, r *wire.Request) any {
+func (h *handlers) handleEndTxn(r *wire.Request) any {
 	req := r.Req.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	resp.ProducerID, resp.ProducerEpoch = req.ProducerID, req.ProducerEpoch
-	if b.txnIDDenied(r, req.TransactionalID) {
+	if h.txnIDDenied(r, req.TransactionalID) {
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return resp
 	}
-	ch := askTxn(b, req.TransactionalID, func(m *txnManager, reply func(*kerr.Error)) {
-		m.endTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, reply)
+	ch := Ask(h.b.Coordinator(), req.TransactionalID, func(m *Manager, reply func(*kerr.Error)) {
+		m.EndTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, reply)
 	})
 	if !ch.Posted() {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
@@ -42,7 +44,7 @@ func handleEndTxn(b *Broker, r *wire.Request) any {
 		if !ok {
 			err = kerr.CoordinatorNotAvailable
 		}
-		resp.ErrorCode = fencedCode(err, r.Version >= 2)
+		resp.ErrorCode = FencedCode(err, r.Version >= 2)
 		return resp
 	})
 }

@@ -1,4 +1,4 @@
-package appliance
+package txn
 
 // AddOffsetsToTxn (key 25), v0-v4.
 //
@@ -14,35 +14,41 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var addOffsetsToTxnAPI = apiDef{key: 25, min: 0, max: 4, handle: handleAddOffsetsToTxn}
+func (h *handlers) addOffsetsToTxnAPI() wire.API {
+	return wire.API{Key: 25, Min: 0, Max: 4, Handle: h.handleAddOffsetsToTxn}
+}
 
-func handleAddOffsetsToTxn(b *Broker, r *wire.Request) any {
+// offsetsTopic is Kafka's internal topic for group offsets.
+const offsetsTopic = "__consumer_offsets"
+
+func (h *handlers) handleAddOffsetsToTxn(r *wire.Request) any {
 	req := r.Req.(*kmsg.AddOffsetsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
 	if req.Group == "" {
 		resp.ErrorCode = kerr.InvalidGroupID.Code
 		return resp
 	}
-	if b.groups == nil {
+	gp, ok := h.groups.OffsetsPartition(req.Group)
+	if !ok {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp
 	}
-	if b.txnIDDenied(r, req.TransactionalID) {
+	if h.txnIDDenied(r, req.TransactionalID) {
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return resp
 	}
-	if b.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
+	if !h.allowed(r, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, req.Group) {
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp
 	}
-	tp := txnTP{offsetsTopic, groupPartition(req.Group, int32(len(b.groups.parts)))}
-	ch := b.addTxnPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txnTP{tp}, false)
+	tp := TP{Topic: offsetsTopic, Partition: gp}
+	ch := h.addTxnPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []TP{tp}, false)
 	if !ch.Posted() {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp
 	}
 	return wire.Deferred(func() any {
-		resp.ErrorCode = fencedCode(waitTxnErrs(ch, 1)[0], r.Version >= 2)
+		resp.ErrorCode = FencedCode(waitTxnErrs(ch, 1)[0], r.Version >= 2)
 		return resp
 	})
 }

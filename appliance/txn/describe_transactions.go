@@ -1,4 +1,4 @@
-package appliance
+package txn
 
 // DescribeTransactions (key 65), v0 (KIP-664).
 //
@@ -14,20 +14,22 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var describeTransactionsAPI = apiDef{key: 65, min: 0, max: 0, handle: handleDescribeTransactions}
+func (h *handlers) describeTransactionsAPI() wire.API {
+	return wire.API{Key: 65, Min: 0, Max: 0, Handle: h.handleDescribeTransactions}
+}
 
 type txnDescribeAnswer struct {
-	s  txnSummary
+	s  Summary
 	ok bool
 }
 
-func handleDescribeTransactions(b *Broker, r *wire.Request) any {
+func (h *handlers) handleDescribeTransactions(r *wire.Request) any {
 	req := r.Req.(*kmsg.DescribeTransactionsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
 	chans := make([]wire.Reply[txnDescribeAnswer], len(req.TransactionalIDs))
 	for i, id := range req.TransactionalIDs {
-		chans[i] = askTxn(b, id, func(m *txnManager, reply func(txnDescribeAnswer)) {
-			s, ok := m.summary(id)
+		chans[i] = Ask(h.b.Coordinator(), id, func(m *Manager, reply func(txnDescribeAnswer)) {
+			s, ok := m.Summary(id)
 			reply(txnDescribeAnswer{s, ok})
 		})
 	}
@@ -44,16 +46,16 @@ func handleDescribeTransactions(b *Broker, r *wire.Request) any {
 				st.ErrorCode = kerr.TransactionalIDNotFound.Code
 			default:
 				s := v.s
-				st.State, st.TimeoutMillis, st.StartTimestamp = s.state, s.timeoutMs, s.startMs
-				st.ProducerID, st.ProducerEpoch = s.pid, s.epoch
-				for _, p := range s.parts {
-					if n := len(st.Topics); n == 0 || st.Topics[n-1].Topic != p.topic {
+				st.State, st.TimeoutMillis, st.StartTimestamp = s.State, s.TimeoutMs, s.StartMs
+				st.ProducerID, st.ProducerEpoch = s.PID, s.Epoch
+				for _, p := range s.Parts {
+					if n := len(st.Topics); n == 0 || st.Topics[n-1].Topic != p.Topic {
 						t := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
-						t.Topic = p.topic
+						t.Topic = p.Topic
 						st.Topics = append(st.Topics, t)
 					}
 					t := &st.Topics[len(st.Topics)-1]
-					t.Partitions = append(t.Partitions, p.partition)
+					t.Partitions = append(t.Partitions, p.Partition)
 				}
 			}
 			resp.TransactionStates = append(resp.TransactionStates, st)

@@ -1,4 +1,4 @@
-package appliance
+package txn
 
 // AddPartitionsToTxn (key 24), v0-v5.
 //
@@ -19,33 +19,35 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var addPartitionsToTxnAPI = apiDef{key: 24, min: 0, max: 5, handle: handleAddPartitionsToTxn}
+func (h *handlers) addPartitionsToTxnAPI() wire.API {
+	return wire.API{Key: 24, Min: 0, Max: 5, Handle: h.handleAddPartitionsToTxn}
+}
 
-// txnPartsIn resolves requested partitions against the image; bad reports
+// txnPartsIn resolves requested partitions against the current image; bad reports
 // whether any is unknown.
-func txnPartsIn(im *Image, topic string, parts []int32) (ok []txnTP, bad []bool) {
-	t := im.Topics[topic]
+func (h *handlers) txnPartsIn(topic string, parts []int32) (ok []TP, bad []bool) {
+	n := h.b.PartitionCount(topic)
 	for _, p := range parts {
-		unknown := t == nil || p < 0 || int(p) >= len(t.Partitions) || topic == txnTopic
+		unknown := p < 0 || p >= n || topic == Topic
 		bad = append(bad, unknown)
-		ok = append(ok, txnTP{topic, p})
+		ok = append(ok, TP{Topic: topic, Partition: p})
 	}
 	return ok, bad
 }
 
 // addTxnPartitions asks id's coordinator to add (or, with verify, check)
 // parts; the answer is one *kerr.Error per part.
-func (b *Broker) addTxnPartitions(id string, pid int64, epoch int16, parts []txnTP, verify bool) wire.Reply[[]*kerr.Error] {
-	return askTxn(b, id, func(m *txnManager, reply func([]*kerr.Error)) {
+func (h *handlers) addTxnPartitions(id string, pid int64, epoch int16, parts []TP, verify bool) wire.Reply[[]*kerr.Error] {
+	return Ask(h.b.Coordinator(), id, func(m *Manager, reply func([]*kerr.Error)) {
 		if verify {
 			out := make([]*kerr.Error, len(parts))
 			for i, p := range parts {
-				out[i] = m.verify(id, pid, epoch, p)
+				out[i] = m.Verify(id, pid, epoch, p)
 			}
 			reply(out)
 			return
 		}
-		m.addPartitions(id, pid, epoch, parts, func(err *kerr.Error) {
+		m.AddPartitions(id, pid, epoch, parts, func(err *kerr.Error) {
 			out := make([]*kerr.Error, len(parts))
 			for i := range out {
 				out[i] = err
@@ -80,11 +82,11 @@ type txnAddReq struct {
 
 // addTxnTopics runs one transaction's part of the request and returns the
 // per-topic answers.
-func (b *Broker) addTxnTopics(im *Image, a txnAddReq, version int16) func() []kmsg.AddPartitionsToTxnResponseTopic {
-	var parts []txnTP
+func (h *handlers) addTxnTopics(a txnAddReq, version int16) func() []kmsg.AddPartitionsToTxnResponseTopic {
+	var parts []TP
 	var bad []bool
 	for _, t := range a.topics {
-		ok, bd := txnPartsIn(im, t.Topic, t.Partitions)
+		ok, bd := h.txnPartsIn(t.Topic, t.Partitions)
 		parts = append(parts, ok...)
 		bad = append(bad, bd...)
 	}
@@ -94,7 +96,7 @@ func (b *Broker) addTxnTopics(im *Image, a txnAddReq, version int16) func() []km
 	}
 	var ch wire.Reply[[]*kerr.Error]
 	if !anyBad && len(parts) > 0 {
-		ch = b.addTxnPartitions(a.id, a.pid, a.epoch, parts, a.verify)
+		ch = h.addTxnPartitions(a.id, a.pid, a.epoch, parts, a.verify)
 	}
 	return func() []kmsg.AddPartitionsToTxnResponseTopic {
 		errs := make([]*kerr.Error, len(parts))
@@ -117,7 +119,7 @@ func (b *Broker) addTxnTopics(im *Image, a txnAddReq, version int16) func() []km
 			for _, p := range t.Partitions {
 				rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
 				rp.Partition = p
-				rp.ErrorCode = fencedCode(errs[i], version >= 2)
+				rp.ErrorCode = FencedCode(errs[i], version >= 2)
 				i++
 				rt.Partitions = append(rt.Partitions, rp)
 			}
@@ -127,16 +129,15 @@ func (b *Broker) addTxnTopics(im *Image, a txnAddReq, version int16) func() []km
 	}
 }
 
-func handleAddPartitionsToTxn(b *Broker, r *wire.Request) any {
+func (h *handlers) handleAddPartitionsToTxn(r *wire.Request) any {
 	req := r.Req.(*kmsg.AddPartitionsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
-	im := b.currentImage()
 	if r.Version < 4 {
-		if denied := b.addTxnDenied(r, req.TransactionalID, req.Topics); denied != nil {
+		if denied := h.addTxnDenied(r, req.TransactionalID, req.Topics); denied != nil {
 			resp.Topics = denied
 			return resp
 		}
-		wait := b.addTxnTopics(im, txnAddReq{id: req.TransactionalID, pid: req.ProducerID, epoch: req.ProducerEpoch, topics: req.Topics}, r.Version)
+		wait := h.addTxnTopics(txnAddReq{id: req.TransactionalID, pid: req.ProducerID, epoch: req.ProducerEpoch, topics: req.Topics}, r.Version)
 		return wire.Deferred(func() any {
 			resp.Topics = wait()
 			return resp
@@ -148,11 +149,11 @@ func handleAddPartitionsToTxn(b *Broker, r *wire.Request) any {
 		for _, t := range tx.Topics {
 			a.topics = append(a.topics, kmsg.AddPartitionsToTxnRequestTopic{Topic: t.Topic, Partitions: t.Partitions})
 		}
-		if denied := b.addTxnDenied(r, a.id, a.topics); denied != nil {
+		if denied := h.addTxnDenied(r, a.id, a.topics); denied != nil {
 			waits = append(waits, func() []kmsg.AddPartitionsToTxnResponseTopic { return denied })
 			continue
 		}
-		waits = append(waits, b.addTxnTopics(im, a, r.Version))
+		waits = append(waits, h.addTxnTopics(a, r.Version))
 	}
 	return wire.Deferred(func() any {
 		for i, tx := range req.Transactions {
