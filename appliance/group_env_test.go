@@ -11,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-
 type fakeTimer struct {
 	when    time.Time
 	seq     int
