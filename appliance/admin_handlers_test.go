@@ -35,7 +35,7 @@ func adminTestBroker(t *testing.T, props map[string]string) *Broker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.image.Store(emptyImage())
+	b.ctl.image.Store(emptyImage())
 	for i := 0; i < cfg.Shards; i++ {
 		st := &shardState{id: i, parts: map[tpKey]*partition{}, committer: nvme.NewGroupCommitter(b.log)}
 		st.loop = ioring.NewShard(i, ioring.ShardOptions{})
@@ -104,7 +104,7 @@ func adminProduce(t *testing.T, b *Broker, ti *TopicImage, p int32, n int) {
 func adminRun(t *testing.T, b *Broker, req kmsg.Request, version int16) kmsg.Response {
 	t.Helper()
 	key := req.Key()
-	d, ok := b.apis.Lookup(key)
+	d, ok := b.front.apis.Lookup(key)
 	if !ok {
 		t.Fatalf("API key %d not registered", key)
 	}

@@ -35,7 +35,7 @@ func TestIncrementalAlterConfigsConcurrentListOps(t *testing.T) {
 		}
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
-		b.ctrlMu.Lock()
+		b.ctl.mu.Lock()
 		for i, v := range []string{"delete", "compact"} {
 			wg.Add(1)
 			go func() {
@@ -44,7 +44,7 @@ func TestIncrementalAlterConfigsConcurrentListOps(t *testing.T) {
 			}()
 		}
 		time.Sleep(20 * time.Millisecond)
-		b.ctrlMu.Unlock()
+		b.ctl.mu.Unlock()
 		wg.Wait()
 		got := b.currentImage().Topics["race"].Configs["cleanup.policy"]
 		switch {

@@ -83,7 +83,7 @@ func handleAlterShareGroupOffsets(b *Broker, r *wire.Request) any {
 			}
 			return fail(ans.err)
 		}
-		b.groups.share.resetStarts(req.GroupID, ans.out)
+		b.coord.groups.share.resetStarts(req.GroupID, ans.out)
 		return resp
 	})
 }

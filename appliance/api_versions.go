@@ -23,7 +23,7 @@ var apiVersionsAPI = apiDef{key: 18, min: 0, max: 4, handle: handleAPIVersions, 
 func apiVersionsKeys(b *Broker) []kmsg.ApiVersionsResponseApiKey {
 	var out []kmsg.ApiVersionsResponseApiKey
 	consumer := group.ConsumerProtocolEnabled(b.cfg.Props)
-	for _, a := range b.apis.Sorted() {
+	for _, a := range b.front.apis.Sorted() {
 		if (a.Key == 68 || a.Key == 69) && !consumer {
 			continue
 		}

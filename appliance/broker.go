@@ -24,22 +24,45 @@ import (
 )
 
 // Broker is one ringbroker node: shards owning partitions, the network
-// engine, and the metadata image. Create it with New, run it with Start,
-// stop it with Close.
+// front end, and the metadata image. Create it with New, run it with
+// Start, stop it with Close. Its state is grouped by concern; each group
+// says who may touch it.
 type Broker struct {
-	cfg Config
-	log *slog.Logger
-	// connWarn limits the warnings of closed connections (connwarn.go).
-	connWarn connWarnLimit
-	// tailReads: fetches read other shards' partitions from their
-	// published tails (log.io.tail.reads).
-	tailReads bool
-	shards    []*shardState
-	engine    ioring.Engine
+	cfg    Config
+	log    *slog.Logger
+	shards []*shardState
+	front  frontEnd     // the network engine, the dispatch table and the open connections
+	ctl    controlPlane // the metadata image, its log and its listeners
+	coord  coordinators // the group and transaction coordinators
+	store  storageState // the data directory: device, lock, checkpoints, cleaner
+
+	metrics *brokerMetrics       // never nil after New
+	quotas  *quota.Manager       // byte-rate quota rates (quota_enforce.go); never nil after New
+	authz   *security.Authorizer // the ACL authorizer; nil when authorizer.class.name is empty
+	life    lifecycle
+}
+
+// frontEnd is the connection side of a broker.
+type frontEnd struct {
+	engine ioring.Engine
 	// apis is the dispatch table (api.go and the concept packages'
 	// Register functions); built in New, read-only afterwards.
 	apis *wire.Table
+	// warn limits the warnings of closed connections (connwarn.go).
+	warn connWarnLimit
 
+	mu    sync.Mutex // guards conns and perIP (after ctl.mu in the lock order)
+	conns map[*conn]struct{}
+	perIP map[string]int32 // open connections by peer address (connlimit.go)
+	wg    sync.WaitGroup
+}
+
+// controlPlane is the metadata in force and what changes it.
+type controlPlane struct {
+	mu   sync.Mutex // serialises metadata changes (the controller)
+	meta *metadata.Log
+
+	// image is the image in force; readers load it without locking.
 	image atomic.Pointer[Image]
 	// lm opens, reconfigures and drops partitions from metadata deltas,
 	// and knows where each is placed (log_manager.go).
@@ -52,33 +75,30 @@ type Broker struct {
 	// quota_enforce.go).
 	acls     aclCache
 	quotaTab quotaCache
+}
 
-	ctrlMu sync.Mutex // serialises metadata changes (the controller)
-	meta   *metadata.Log
+// coordinators are the group and transaction coordinators, set in Start
+// before serving.
+type coordinators struct {
+	groups *groupCoordinator
+	txn    *txn.Coordinator
+	pids   txn.ProducerIDs // producer id blocks (producer_ids.go)
+}
 
-	lsoMu sync.Mutex // guards the log-start-offset checkpoint file
-
-	lockFile *os.File // holds the flock on <log.dirs>/.lock
-
-	pids txn.ProducerIDs // producer id blocks (producer_ids.go)
-
-	groups *groupCoordinator // set in Start, before serving
-	txn    *txn.Coordinator  // set in Start, before serving
+// storageState is what the broker holds of its data directory.
+type storageState struct {
+	device nvme.DeviceInfo // log.dirs' device, probed in Start (storage.go)
+	// tailReads: fetches read other shards' partitions from their
+	// published tails (log.io.tail.reads).
+	tailReads bool
+	lsoMu     sync.Mutex // guards the log-start-offset checkpoint file
+	lockFile  *os.File   // holds the flock on <log.dirs>/.lock
 	// cleaner is the log cleaner (cleaner.go); set in Start.
 	cleaner *logCleaner
+}
 
-	metrics *brokerMetrics // never nil after New
-	quotas  *quota.Manager // byte-rate quota rates (quota_enforce.go); never nil after New
-
-	authz *security.Authorizer // the ACL authorizer; nil when authorizer.class.name is empty
-
-	device nvme.DeviceInfo // log.dirs' device, probed in Start (storage.go)
-
-	connsMu    sync.Mutex
-	conns      map[*conn]struct{}
-	connsPerIP map[string]int32 // open connections by peer address (connlimit.go)
-	connWG     sync.WaitGroup
-
+// lifecycle is the broker's start and stop.
+type lifecycle struct {
 	closing   chan struct{}
 	closeOnce sync.Once
 	serveErr  chan error
@@ -122,14 +142,14 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	b := &Broker{cfg: cfg, log: logger, conns: map[*conn]struct{}{}, closing: make(chan struct{}), serveErr: make(chan error, 1)}
-	b.tailReads = cfg.LogIOTailReads
-	b.lm = newLogManager(b)
-	b.pub.Register(b.lm)
-	b.pub.Register(groupsListener{b})
-	b.authz = newAuthorizer(cfg, func() *ACLSet { return b.acls.of(b.currentImage().ACLs) })
-	b.apis = newAPITable(b)
-	b.metrics = newBrokerMetrics(b, b.apis)
+	b := &Broker{cfg: cfg, log: logger, front: frontEnd{conns: map[*conn]struct{}{}}, life: lifecycle{closing: make(chan struct{}), serveErr: make(chan error, 1)}}
+	b.store.tailReads = cfg.LogIOTailReads
+	b.ctl.lm = newLogManager(b)
+	b.ctl.pub.Register(b.ctl.lm)
+	b.ctl.pub.Register(groupsListener{b})
+	b.authz = newAuthorizer(cfg, func() *ACLSet { return b.ctl.acls.of(b.currentImage().ACLs) })
+	b.front.apis = newAPITable(b)
+	b.metrics = newBrokerMetrics(b, b.front.apis)
 	q, err := quota.NewManager(cfg.Props, b.metrics.set)
 	if err != nil {
 		return nil, err
@@ -142,7 +162,7 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 func (b *Broker) Config() Config { return b.cfg }
 
 // Addr is the address the broker listens on (after Start).
-func (b *Broker) Addr() net.Addr { return b.engine.Addr() }
+func (b *Broker) Addr() net.Addr { return b.front.engine.Addr() }
 
 // Start opens the data directory, replays the metadata log, opens every
 // partition on its owner shard and starts accepting connections.
@@ -154,7 +174,7 @@ func (b *Broker) Start() (err error) {
 			err = fmt.Errorf("%w; %s", err, descriptorHint())
 		}
 	}()
-	b.startedAt = time.Now()
+	b.life.startedAt = time.Now()
 	if err := os.MkdirAll(b.cfg.LogDir, 0o755); err != nil {
 		return fmt.Errorf("cannot create log.dirs %q: %w", b.cfg.LogDir, err)
 	}
@@ -175,7 +195,7 @@ func (b *Broker) Start() (err error) {
 	if err != nil {
 		return err
 	}
-	b.meta = meta
+	b.ctl.meta = meta
 
 	plan, err := b.planEngine() // engine.go
 	if err != nil {
@@ -199,9 +219,9 @@ func (b *Broker) Start() (err error) {
 
 	// Every partition is opened by the log manager from the delta between
 	// an empty image and the replayed one, as later changes are.
-	b.lm.startOffsets = b.readLogStartOffsets()
+	b.ctl.lm.startOffsets = b.readLogStartOffsets()
 	err = b.publish(emptyImage(), im)
-	b.lm.startOffsets = nil
+	b.ctl.lm.startOffsets = nil
 	if err != nil {
 		b.abortStart()
 		return err
@@ -221,7 +241,7 @@ func (b *Broker) Start() (err error) {
 		b.abortStart() // e.g. the port stayed in use: keep the markers for the next start
 		return err
 	}
-	b.engine = eng
+	b.front.engine = eng
 	var addrs, advertised []string
 	for i, a := range eng.Addrs() {
 		l := &b.cfg.Listeners[i]
@@ -240,55 +260,55 @@ func (b *Broker) Start() (err error) {
 		b.abortStart()
 		return err
 	}
-	go func() { b.serveErr <- eng.Serve(b) }()
+	go func() { b.life.serveErr <- eng.Serve(b) }()
 	b.log.Info("ringbroker listening", "addr", eng.Addr().String(), "advertised", fmt.Sprintf("%s:%d", b.cfg.AdvertisedHost, b.cfg.AdvertisedPort),
 		"listeners", strings.Join(addrs, ","), "advertised.listeners", strings.Join(advertised, ","),
 		"node.id", b.cfg.NodeID, "log.dirs", b.cfg.LogDir, "shards", b.cfg.Shards, "io.engine", eng.Name(), "log.io.mode", b.cfg.LogIOMode,
-		"topics", len(im.Topics), "startup", time.Since(b.startedAt).Round(time.Millisecond).String())
+		"topics", len(im.Topics), "startup", time.Since(b.life.startedAt).Round(time.Millisecond).String())
 	b.metrics.start()
 	return nil
 }
 
 // Done is closed when the broker begins shutting down.
-func (b *Broker) Done() <-chan struct{} { return b.closing }
+func (b *Broker) Done() <-chan struct{} { return b.life.closing }
 
 // ServeErr reports a fatal error of the network engine.
-func (b *Broker) ServeErr() <-chan error { return b.serveErr }
+func (b *Broker) ServeErr() <-chan error { return b.life.serveErr }
 
 // Close stops accepting, closes connections, flushes and closes every
 // partition, and writes the checkpoints. It is safe to call more than once.
 func (b *Broker) Close() error {
 	var err error
-	b.closeOnce.Do(func() {
-		close(b.closing)
+	b.life.closeOnce.Do(func() {
+		close(b.life.closing)
 		b.metrics.stopHTTP()
-		if b.engine != nil {
-			b.engine.Close()
+		if b.front.engine != nil {
+			b.front.engine.Close()
 		}
-		b.connsMu.Lock()
-		for c := range b.conns {
+		b.front.mu.Lock()
+		for c := range b.front.conns {
 			c.close()
 		}
-		b.connsMu.Unlock()
+		b.front.mu.Unlock()
 		done := make(chan struct{})
-		go func() { b.connWG.Wait(); close(done) }()
+		go func() { b.front.wg.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):
 			b.log.Warn("connections still open after 10s, closing partitions anyway")
 		}
 		b.stopCleaner() // before partitions close: a pass in flight is abandoned
-		if b.groups != nil {
-			b.groups.share.flushOnClose() // share-partition start offsets (share_store.go)
+		if b.coord.groups != nil {
+			b.coord.groups.share.flushOnClose() // share-partition start offsets (share_store.go)
 		}
 		b.writeLogStartOffsets()
 		err = b.closePartitions()
 		b.stopShards()
-		if b.meta != nil {
-			err = errors.Join(err, b.meta.Close())
+		if b.ctl.meta != nil {
+			err = errors.Join(err, b.ctl.meta.Close())
 		}
 		b.unlockLogDir()
-		b.log.Info("ringbroker stopped", "uptime", time.Since(b.startedAt).Round(time.Millisecond).String())
+		b.log.Info("ringbroker stopped", "uptime", time.Since(b.life.startedAt).Round(time.Millisecond).String())
 	})
 	return err
 }
@@ -336,11 +356,11 @@ func (b *Broker) abortStart() {
 	}
 	b.stopShards()
 	b.shards = nil // a Close after the failed Start finds nothing to stop twice
-	if b.meta != nil {
-		if err := b.meta.Close(); err != nil {
+	if b.ctl.meta != nil {
+		if err := b.ctl.meta.Close(); err != nil {
 			b.log.Warn("closing the metadata log after a failed start", "err", err)
 		}
-		b.meta = nil
+		b.ctl.meta = nil
 	}
 }
 
@@ -352,11 +372,11 @@ func (b *Broker) stopShards() {
 }
 
 // currentImage is the metadata image in force.
-func (b *Broker) currentImage() *Image { return b.image.Load() }
+func (b *Broker) currentImage() *Image { return b.ctl.image.Load() }
 
 // shardFor maps partition p of topic t to its owner shard.
 func (b *Broker) shardFor(t *TopicImage, p int32) *shardState {
-	return b.lm.shardOf(t.ID, p)
+	return b.ctl.lm.shardOf(t.ID, p)
 }
 
 // partitionDir is <log.dirs>/<topic>-<partition>.
@@ -447,7 +467,7 @@ func (b *Broker) startHousekeeping(st *shardState) {
 	go func() {
 		for {
 			select {
-			case <-b.closing:
+			case <-b.life.closing:
 				roll.Stop()
 				return
 			case <-roll.C:
@@ -456,7 +476,7 @@ func (b *Broker) startHousekeeping(st *shardState) {
 					last = time.Now()
 				}
 				select {
-				case <-b.closing:
+				case <-b.life.closing:
 					return
 				default:
 				}
@@ -473,30 +493,30 @@ func (b *Broker) startHousekeeping(st *shardState) {
 // ServeConn implements ioring.ConnHandler; listener indexes cfg.Listeners.
 func (b *Broker) ServeConn(shard, listener int, c net.Conn) {
 	cn := newConn(b, shard, &b.cfg.Listeners[listener], c)
-	b.connsMu.Lock()
+	b.front.mu.Lock()
 	select {
-	case <-b.closing:
-		b.connsMu.Unlock()
+	case <-b.life.closing:
+		b.front.mu.Unlock()
 		c.Close()
 		return
 	default:
 	}
 	ip := remoteIP(cn.remote)
 	if reason := b.admitLocked(ip); reason != "" {
-		b.connsMu.Unlock()
+		b.front.mu.Unlock()
 		c.Close()
 		b.warnConn("rejected connection", "remote", cn.remote, "reason", reason)
 		return
 	}
-	b.conns[cn] = struct{}{}
-	b.connWG.Add(1)
-	b.connsMu.Unlock()
+	b.front.conns[cn] = struct{}{}
+	b.front.wg.Add(1)
+	b.front.mu.Unlock()
 	defer func() {
-		b.connsMu.Lock()
-		delete(b.conns, cn)
+		b.front.mu.Lock()
+		delete(b.front.conns, cn)
 		b.releaseLocked(ip)
-		b.connsMu.Unlock()
-		b.connWG.Done()
+		b.front.mu.Unlock()
+		b.front.wg.Done()
 	}()
 	cn.serve()
 }

@@ -116,8 +116,8 @@ func (b *Broker) readLogStartOffsets() map[tpName]int64 {
 
 // writeLogStartOffsets checkpoints every open partition's log start offset.
 func (b *Broker) writeLogStartOffsets() {
-	b.lsoMu.Lock()
-	defer b.lsoMu.Unlock()
+	b.store.lsoMu.Lock()
+	defer b.store.lsoMu.Unlock()
 	var lines []string
 	for _, st := range b.shards {
 		var local []string

@@ -126,7 +126,7 @@ func (b *Broker) startCleaner() error {
 	}
 	lc := &logCleaner{b: b, cfg: cfg, bucket: nvme.NewTokenBucket(cfg.ioMaxBytes), stop: make(chan struct{}),
 		states: b.readCleanerCheckpoints(), busy: map[tpKey]bool{}}
-	b.cleaner = lc
+	b.store.cleaner = lc
 	if !cfg.enable || cfg.threads == 0 {
 		b.log.Info("log cleaner disabled")
 		return nil
@@ -146,7 +146,7 @@ func (b *Broker) startCleaner() error {
 // stopCleaner stops the threads and waits for them (Close, before the
 // partitions close). Safe when the cleaner never started.
 func (b *Broker) stopCleaner() {
-	lc := b.cleaner
+	lc := b.store.cleaner
 	if lc == nil {
 		return
 	}

@@ -396,7 +396,7 @@ func (c *conn) dispatch(rs *reqState) bool {
 	if c.ring != nil && c.ring.closing.Load() {
 		return false
 	}
-	pr, err := parseFrameInto(c.b.apis, rs.frame, rs)
+	pr, err := parseFrameInto(c.b.front.apis, rs.frame, rs)
 	s := &rs.slot
 	s.corrID, s.key, s.version, s.start = pr.corrID, pr.key, pr.version, time.Now()
 	if err != nil {

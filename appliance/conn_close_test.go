@@ -19,9 +19,9 @@ func TestAbandonedLongPollClosesConnection(t *testing.T) {
 	}
 	f := newAllocFixture(t)
 	conns := func() int {
-		f.b.connsMu.Lock()
-		defer f.b.connsMu.Unlock()
-		return len(f.b.conns)
+		f.b.front.mu.Lock()
+		defer f.b.front.mu.Unlock()
+		return len(f.b.front.conns)
 	}
 	base := conns()
 	purgatory := f.b.metrics.fetchPurgatory.Load()

@@ -31,9 +31,9 @@ func TestStuckReaderClosedAfterIdle(t *testing.T) {
 			t.Fatal(err)
 		}
 		conns := func() int {
-			f.b.connsMu.Lock()
-			defer f.b.connsMu.Unlock()
-			return len(f.b.conns)
+			f.b.front.mu.Lock()
+			defer f.b.front.mu.Unlock()
+			return len(f.b.front.conns)
 		}
 		// Wait for the broker to have it (uring accepts asynchronously)
 		// and to have queued the answers it cannot send.

@@ -69,21 +69,21 @@ func (b *Broker) OpenRingConn(rc *ioring.RingConn) ioring.RingConnCallbacks {
 	u.runHeldFn = u.runHeld
 	u.heldFn = func() { u.sh.Post(u.runHeldFn) }
 	c.ring = u
-	b.connsMu.Lock()
+	b.front.mu.Lock()
 	select {
-	case <-b.closing:
-		b.connsMu.Unlock()
+	case <-b.life.closing:
+		b.front.mu.Unlock()
 		return nil
 	default:
 	}
 	if reason := b.admitLocked(remoteIP(c.remote)); reason != "" {
-		b.connsMu.Unlock()
+		b.front.mu.Unlock()
 		b.warnConn("rejected connection", "remote", c.remote, "reason", reason)
 		return nil // the engine closes it
 	}
-	b.conns[c] = struct{}{}
-	b.connWG.Add(1)
-	b.connsMu.Unlock()
+	b.front.conns[c] = struct{}{}
+	b.front.wg.Add(1)
+	b.front.mu.Unlock()
 	return u
 }
 
@@ -247,11 +247,11 @@ func (u *uringConn) OnClose(err error) {
 	u.dropPending()
 	u.held = nil // never dispatched: nothing refers to it
 	b := u.c.b
-	b.connsMu.Lock()
-	delete(b.conns, u.c)
+	b.front.mu.Lock()
+	delete(b.front.conns, u.c)
 	b.releaseLocked(remoteIP(u.c.remote))
-	b.connsMu.Unlock()
-	b.connWG.Done()
+	b.front.mu.Unlock()
+	b.front.wg.Done()
 }
 
 // dropPending abandons the answers that will not be sent (slot.abandon).

@@ -61,9 +61,9 @@ func remoteIP(remote string) string {
 }
 
 // admitLocked counts a new connection from ip in, or says why it may not
-// be (b.connsMu held).
+// be (b.front.mu held).
 func (b *Broker) admitLocked(ip string) (reason string) {
-	if int64(len(b.conns)) >= int64(b.cfg.MaxConnections) {
+	if int64(len(b.front.conns)) >= int64(b.cfg.MaxConnections) {
 		b.metrics.connRejected("max_connections")
 		return fmt.Sprintf("the broker has the configured maximum of %d connections (max.connections)", b.cfg.MaxConnections)
 	}
@@ -71,22 +71,22 @@ func (b *Broker) admitLocked(ip string) (reason string) {
 	if n, ok := b.cfg.MaxConnectionsPerIPOverrides[ip]; ok {
 		limit = n
 	}
-	if b.connsPerIP[ip] >= limit {
+	if b.front.perIP[ip] >= limit {
 		b.metrics.connRejected("max_connections_per_ip")
 		return fmt.Sprintf("address %s already has the configured maximum of %d connections (max.connections.per.ip)", ip, limit)
 	}
-	if b.connsPerIP == nil {
-		b.connsPerIP = map[string]int32{}
+	if b.front.perIP == nil {
+		b.front.perIP = map[string]int32{}
 	}
-	b.connsPerIP[ip]++
+	b.front.perIP[ip]++
 	return ""
 }
 
-// releaseLocked counts a connection from ip out (b.connsMu held).
+// releaseLocked counts a connection from ip out (b.front.mu held).
 func (b *Broker) releaseLocked(ip string) {
-	if n := b.connsPerIP[ip]; n > 1 {
-		b.connsPerIP[ip] = n - 1
+	if n := b.front.perIP[ip]; n > 1 {
+		b.front.perIP[ip] = n - 1
 	} else {
-		delete(b.connsPerIP, ip)
+		delete(b.front.perIP, ip)
 	}
 }

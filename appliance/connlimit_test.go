@@ -83,9 +83,9 @@ func TestConnectionCaps(t *testing.T) {
 				open[len(open)-1].Close()
 				deadline := time.Now().Add(5 * time.Second)
 				for {
-					f.b.connsMu.Lock()
-					n := len(f.b.conns)
-					f.b.connsMu.Unlock()
+					f.b.front.mu.Lock()
+					n := len(f.b.front.conns)
+					f.b.front.mu.Unlock()
 					if n < c.allowed {
 						break
 					}

@@ -43,7 +43,7 @@ func (l *connWarnLimit) allow(now time.Time) (ok bool, dropped int) {
 
 // warnConn logs a connection's closing warning through the broker's limit.
 func (b *Broker) warnConn(msg string, args ...any) {
-	ok, dropped := b.connWarn.allow(time.Now())
+	ok, dropped := b.front.warn.allow(time.Now())
 	if !ok {
 		if b.metrics != nil {
 			b.metrics.connWarnsDropped.Inc()

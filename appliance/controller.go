@@ -13,7 +13,7 @@ import (
 // changes. Each request is checked against the current image and turned
 // into records, committed to the metadata log as one batch and applied to
 // a new image, which is published (publish.go): the listeners, not this
-// code, open, reconfigure and drop partitions. ctrlMu serialises it.
+// code, open, reconfigure and drop partitions. ctl.mu serialises it.
 
 // validTopicName applies Kafka's rules: 1-249 characters of [a-zA-Z0-9._-],
 // not "." or "..".
@@ -70,8 +70,8 @@ func (b *Broker) createTopic(spec TopicSpec, validateOnly bool) (*TopicImage, er
 			return nil, fmt.Errorf("%w: %v", kerr.InvalidConfig, err)
 		}
 	}
-	b.ctrlMu.Lock()
-	defer b.ctrlMu.Unlock()
+	b.ctl.mu.Lock()
+	defer b.ctl.mu.Unlock()
 	im := b.currentImage()
 	if _, ok := im.Topics[spec.Name]; ok {
 		return nil, fmt.Errorf("%w: topic %q already exists", kerr.TopicAlreadyExists, spec.Name)
@@ -96,7 +96,7 @@ func (b *Broker) createTopic(spec TopicSpec, validateOnly bool) (*TopicImage, er
 	if err := b.makePartitionDirs(spec.Name, 0, spec.Partitions); err != nil {
 		return nil, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
 	}
-	next, err := b.meta.Commit(im, recs)
+	next, err := b.ctl.meta.Commit(im, recs)
 	if err != nil {
 		b.removePartitionDirs(spec.Name, 0, spec.Partitions)
 		return nil, commitErr(err)
@@ -107,7 +107,7 @@ func (b *Broker) createTopic(spec TopicSpec, validateOnly bool) (*TopicImage, er
 		// are not served: the removal, published, drops what did open.
 		b.log.Error("cannot open partitions of new topic, removing it", "topic", spec.Name, "err", err)
 		undo := []MetadataRecord{{RemoveTopic: &RemoveTopicRecord{ID: t.ID}}}
-		if back, cerr := b.meta.Commit(next, undo); cerr == nil {
+		if back, cerr := b.ctl.meta.Commit(next, undo); cerr == nil {
 			_ = b.publish(next, back)
 		} else {
 			// The metadata in force goes back to before the topic. The
@@ -116,7 +116,7 @@ func (b *Broker) createTopic(spec TopicSpec, validateOnly bool) (*TopicImage, er
 			// before that creates the topic (as Kafka's controller would
 			// have, its commit done).
 			b.log.Error("cannot remove the half-created topic from the metadata log; it is not served, and its removal is written when the metadata log takes writes again", "topic", spec.Name, "err", cerr)
-			b.meta.DeferUndo(next.Offset, undo)
+			b.ctl.meta.DeferUndo(next.Offset, undo)
 			_ = b.publish(next, im)
 		}
 		return nil, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
@@ -151,8 +151,8 @@ func (b *Broker) deleteTopic(name string, id TopicID) (*TopicImage, error) {
 	if !b.cfg.DeleteTopicEnable {
 		return nil, fmt.Errorf("%w: delete.topic.enable is false", kerr.TopicDeletionDisabled)
 	}
-	b.ctrlMu.Lock()
-	defer b.ctrlMu.Unlock()
+	b.ctl.mu.Lock()
+	defer b.ctl.mu.Unlock()
 	im := b.currentImage()
 	var t *TopicImage
 	if id != (TopicID{}) {
@@ -169,7 +169,7 @@ func (b *Broker) deleteTopic(name string, id TopicID) (*TopicImage, error) {
 	if isInternalTopic(t.Name) {
 		return nil, fmt.Errorf("%w: internal topic %q cannot be deleted", kerr.InvalidTopicException, t.Name)
 	}
-	next, err := b.meta.Commit(im, []MetadataRecord{{RemoveTopic: &RemoveTopicRecord{ID: t.ID}}})
+	next, err := b.ctl.meta.Commit(im, []MetadataRecord{{RemoveTopic: &RemoveTopicRecord{ID: t.ID}}})
 	if err != nil {
 		return nil, commitErr(err)
 	}
@@ -180,8 +180,8 @@ func (b *Broker) deleteTopic(name string, id TopicID) (*TopicImage, error) {
 
 // createPartitions grows a topic to count partitions.
 func (b *Broker) createPartitions(name string, count int32, validateOnly bool) error {
-	b.ctrlMu.Lock()
-	defer b.ctrlMu.Unlock()
+	b.ctl.mu.Lock()
+	defer b.ctl.mu.Unlock()
 	im := b.currentImage()
 	t := im.Topics[name]
 	if t == nil {
@@ -209,7 +209,7 @@ func (b *Broker) createPartitions(name string, count int32, validateOnly bool) e
 	if err := b.makePartitionDirs(name, have, count); err != nil {
 		return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
 	}
-	next, err := b.meta.Commit(im, recs)
+	next, err := b.ctl.meta.Commit(im, recs)
 	if err != nil {
 		b.removePartitionDirs(name, have, count)
 		return commitErr(err)
@@ -242,8 +242,8 @@ func (b *Broker) alterTopicConfigs(name string, changes []ConfigChange, replace,
 // that depend on current values (APPEND/SUBTRACT) are not lost to a
 // concurrent alteration committed in between.
 func (b *Broker) alterTopicConfigsWith(name string, compute func(*TopicImage) ([]ConfigChange, error), replace, validateOnly bool) error {
-	b.ctrlMu.Lock()
-	defer b.ctrlMu.Unlock()
+	b.ctl.mu.Lock()
+	defer b.ctl.mu.Unlock()
 	im := b.currentImage()
 	t := im.Topics[name]
 	if t == nil {
@@ -278,7 +278,7 @@ func (b *Broker) alterTopicConfigsWith(name string, compute func(*TopicImage) ([
 	if validateOnly || len(recs) == 0 {
 		return nil
 	}
-	next, err := b.meta.Commit(im, recs)
+	next, err := b.ctl.meta.Commit(im, recs)
 	if err != nil {
 		return commitErr(err)
 	}

@@ -60,7 +60,7 @@ func handleDeleteShareGroupOffsets(b *Broker, r *wire.Request) any {
 			return fail(err)
 		}
 		if len(topics) > 0 {
-			b.groups.share.dropGroup(req.GroupID, topics)
+			b.coord.groups.share.dropGroup(req.GroupID, topics)
 		}
 		return resp
 	})

@@ -61,7 +61,7 @@ func handleDescribeShareGroupOffsets(b *Broker, r *wire.Request) any {
 				if s, ok := ans.view.parts[shareTP{t.ID, p}]; ok {
 					rp.StartOffset = s.offset
 					rp.LeaderEpoch = t.Partitions[p].LeaderEpoch
-					spso, lag, hw, live := b.groups.share.liveStart(rg.GroupID, t, p)
+					spso, lag, hw, live := b.coord.groups.share.liveStart(rg.GroupID, t, p)
 					switch {
 					case live:
 						rp.StartOffset, rp.Lag = spso, lag

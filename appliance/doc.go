@@ -41,14 +41,14 @@
 //     order), a writer goroutine that writes responses in request order, and
 //     one goroutine per request that has to wait (acks=all, long polls,
 //     metadata changes);
-//   - the controller (ctrlMu) serialises metadata changes; readers load the
+//   - the controller (ctl.mu) serialises metadata changes; readers load the
 //     immutable Image from an atomic pointer without locking;
 //   - a share-partition (share_partition.go) is owned by its topic
 //     partition's shard (shareStore.parts[shard id]); share groups by their
 //     __consumer_offsets partition's shard; share sessions are guarded by
 //     shareStore.mu, a leaf lock held only to check and move an epoch.
 //
-// Lock order: ctrlMu, then lsoMu, then connsMu. No lock is held while
-// waiting on a shard, except ctrlMu while the controller opens or closes
-// partitions (shards never take ctrlMu).
+// Lock order: ctl.mu, then store.lsoMu, then front.mu. No lock is held while
+// waiting on a shard, except ctl.mu while the controller opens or closes
+// partitions (shards never take ctl.mu).
 package appliance

@@ -30,15 +30,15 @@ func (b *Broker) lockLogDir() error {
 		}
 		return fmt.Errorf("cannot lock %q: %w", path, err)
 	}
-	b.lockFile = f
+	b.store.lockFile = f
 	return nil
 }
 
 func (b *Broker) unlockLogDir() {
-	if b.lockFile != nil {
-		_ = unix.Flock(int(b.lockFile.Fd()), unix.LOCK_UN)
-		b.lockFile.Close()
-		b.lockFile = nil
+	if b.store.lockFile != nil {
+		_ = unix.Flock(int(b.store.lockFile.Fd()), unix.LOCK_UN)
+		b.store.lockFile.Close()
+		b.store.lockFile = nil
 	}
 }
 

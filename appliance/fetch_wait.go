@@ -279,10 +279,10 @@ func (fs *fetchState) connGone() bool {
 func (fs *fetchState) peekRun(i, j int) bool {
 	park := fs.req.MaxWaitMillis > 0
 	gen := fs.lp.gen.Load()
-	tail := fs.b.tailReads && fs.req.IsolationLevel == 0
+	tail := fs.b.store.tailReads && fs.req.IsolationLevel == 0
 	budget, first := fs.maxBytes, true
 	for k, in := range fs.ins[i:j] {
-		v := fs.b.lm.viewOf(in.topic.ID, in.partition)
+		v := fs.b.ctl.lm.viewOf(in.topic.ID, in.partition)
 		if v == nil {
 			return fs.unpeek(i, i+k)
 		}

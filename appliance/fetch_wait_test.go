@@ -540,8 +540,8 @@ func TestGroupByShardOrder(t *testing.T) {
 		placed.shards = append(placed.shards, int32((p*7+p/3)%n))
 		placed.views = append(placed.views, &partView{})
 	}
-	b.lm = newLogManager(b)
-	b.lm.table.Store(&placement{topics: map[TopicID]*placedTopic{top.ID: placed}})
+	b.ctl.lm = newLogManager(b)
+	b.ctl.lm.table.Store(&placement{topics: map[TopicID]*placedTopic{top.ID: placed}})
 	shardOf := func(p int32) int { return int(placed.shards[p]) }
 	for own := 0; own < n; own++ {
 		fs := &fetchState{b: b, r: &wire.Request{Conn: &conn{shard: own}}}

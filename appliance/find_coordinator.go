@@ -33,7 +33,7 @@ func handleFindCoordinator(b *Broker, r *wire.Request) any {
 		case req.CoordinatorType == 0:
 			c.NodeID = b.cfg.NodeID
 			c.Host, c.Port = b.advertisedFor(r)
-		case req.CoordinatorType == 1 && b.txn == nil:
+		case req.CoordinatorType == 1 && b.coord.txn == nil:
 			err = kerr.CoordinatorNotAvailable
 		case req.CoordinatorType == 1:
 			c.NodeID = b.cfg.NodeID

@@ -108,7 +108,7 @@ func (b *Broker) startGroupCoordinator() error {
 	if loadErr != nil {
 		return loadErr
 	}
-	b.groups = gc
+	b.coord.groups = gc
 	b.log.Info("group coordinator loaded", "partitions", len(gc.parts), "took", time.Since(start).Round(time.Millisecond).String())
 	go gc.expiryLoop()
 	go gc.share.flushLoop()
@@ -168,14 +168,14 @@ type groupShards struct{ gc *groupCoordinator }
 func (s groupShards) Post(p int32, fn func()) { s.gc.parts[p].st.loop.Post(fn) }
 
 // Closing is closed once the broker starts closing.
-func (s groupShards) Closing() <-chan struct{} { return s.gc.b.closing }
+func (s groupShards) Closing() <-chan struct{} { return s.gc.b.life.closing }
 
 // groupBroker is the group.Broker the group API handlers run with.
 type groupBroker struct{ b *Broker }
 
 // Coordinator is the loaded group coordinator, nil before Start loads it.
 func (g groupBroker) Coordinator() *group.Coordinator {
-	if gc := g.b.groups; gc != nil {
+	if gc := g.b.coord.groups; gc != nil {
 		return gc.gc
 	}
 	return nil
@@ -278,7 +278,7 @@ func (op *offsetsPartition) Post(fn func()) { go op.gc.post(op.st, fn) }
 func (op *offsetsPartition) Warn(msg string, args ...any) { op.gc.b.log.Warn(msg, args...) }
 
 // groupsReady answers the handlers' common first check.
-func (b *Broker) groupsReady() bool { return b.groups != nil }
+func (b *Broker) groupsReady() bool { return b.coord.groups != nil }
 
 // onTopicsRemoved is the group coordinator's part of a published metadata
 // delta (publish.go): every group's committed offsets of the removed topics

@@ -27,7 +27,7 @@ type groupManager struct{ *group.Manager }
 // (group.Ask): fn answers through reply, once. The Reply is the zero one
 // when the coordinator is not available (not started, or closing).
 func askGroup[T any](b *Broker, groupID string, fn func(m *groupManager, reply func(T))) wire.Reply[T] {
-	gc := b.groups
+	gc := b.coord.groups
 	if gc == nil {
 		return wire.Reply[T]{}
 	}

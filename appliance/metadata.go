@@ -148,7 +148,7 @@ func metadataTopicResp(b *Broker, version int16, t *TopicImage) kmsg.MetadataRes
 		mp.Replicas = append([]int32(nil), p.Replicas...)
 		mp.ISR = append([]int32(nil), p.ISR...)
 		mp.OfflineReplicas = []int32{}
-		if v := b.lm.viewOf(t.ID, p.Partition); p.Leader == b.cfg.NodeID && v != nil && v.offline.Load() {
+		if v := b.ctl.lm.viewOf(t.ID, p.Partition); p.Leader == b.cfg.NodeID && v != nil && v.offline.Load() {
 			// An I/O error took this broker's replica offline (as a
 			// failed log directory in Kafka): with no other leader the
 			// partition reads as Kafka shows it then, leaderless.

@@ -228,7 +228,7 @@ func TestRestartPlacesEvenly(t *testing.T) {
 	for _, st := range b2.shards {
 		st.loop.Call(func() {
 			for k := range st.parts {
-				if got := b2.lm.shardOf(k.id, k.p); got != st {
+				if got := b2.ctl.lm.shardOf(k.id, k.p); got != st {
 					t.Errorf("partition %v open on shard %d, placed on %d", k, st.id, got.id)
 				}
 				perShard[st.id]++

@@ -127,9 +127,9 @@ func newBrokerMetrics(b *Broker, apis *wire.Table) *brokerMetrics {
 	m.tailReads = m.set.NewCounter("ringbroker_fetch_tail_reads_total")
 	m.tailMisses = m.set.NewCounter("ringbroker_fetch_tail_misses_total")
 	m.set.NewGauge("ringbroker_network_connections", func() float64 {
-		b.connsMu.Lock()
-		defer b.connsMu.Unlock()
-		return float64(len(b.conns))
+		b.front.mu.Lock()
+		defer b.front.mu.Unlock()
+		return float64(len(b.front.conns))
 	})
 	m.connWarnsDropped = m.set.NewCounter("ringbroker_connection_warnings_suppressed_total")
 	for _, r := range []string{"max_connections", "max_connections_per_ip"} {
@@ -359,7 +359,7 @@ type partitionStat struct {
 func (m *brokerMetrics) writeShardMetrics(w io.Writer) {
 	b := m.b
 	select {
-	case <-b.closing:
+	case <-b.life.closing:
 		return
 	default:
 	}
@@ -467,7 +467,7 @@ func (m *brokerMetrics) writeShardMetrics(w io.Writer) {
 				}
 				parts = append(parts, ps)
 			}
-			if gc := b.groups; gc != nil {
+			if gc := b.coord.groups; gc != nil {
 				for _, op := range gc.parts {
 					if op.st != st {
 						continue
@@ -497,15 +497,15 @@ func (m *brokerMetrics) writeShardMetrics(w io.Writer) {
 		fmt.Fprintf(w, "ringbroker_log_size_bytes{topic=%q,partition=\"%d\"} %d\n", p.topic, p.partition, p.size)
 	}
 	fmt.Fprintf(w, "ringbroker_partitions_offline %d\n", offline)
-	if b.meta != nil {
+	if b.ctl.meta != nil {
 		mo := 0
-		if b.meta.Offline() {
+		if b.ctl.meta.Offline() {
 			mo = 1
 		}
 		fmt.Fprintf(w, "ringbroker_metadata_log_offline %d\n", mo)
 	}
 	fmt.Fprintf(w, "ringbroker_partitions %d\n", len(parts))
-	if b.groups != nil {
+	if b.coord.groups != nil {
 		for _, s := range group.StateNames() {
 			fmt.Fprintf(w, "ringbroker_group_count{state=%q} %d\n", s, groupStates[s])
 		}
@@ -538,7 +538,7 @@ func (m *brokerMetrics) startHTTP() {
 	})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		select {
-		case <-m.b.closing:
+		case <-m.b.life.closing:
 			http.Error(w, "shutting down", http.StatusServiceUnavailable)
 		default:
 			fmt.Fprintln(w, "ok")

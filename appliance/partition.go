@@ -165,7 +165,7 @@ func (p *partition) useView(v *partView) {
 		return
 	}
 	p.view = v
-	if p.b.tailReads && p.log != nil {
+	if p.b.store.tailReads && p.log != nil {
 		p.log.SetTailView(&v.tail)
 	}
 	p.publishView()

@@ -9,7 +9,7 @@ package appliance
 // is the only way the node learns of partitions to open, configs to apply
 // or topics to drop. The proposing code never opens a partition itself.
 //
-// Listeners, registered on b.pub in New (broker.go), in order: the log
+// Listeners, registered on b.ctl.pub in New (broker.go), in order: the log
 // manager (log_manager.go, a metadata.Preparer) places new
 // partitions before the image is stored, so that every reader of the image
 // finds them, and after it drops removed topics, applies changed configs
@@ -24,7 +24,7 @@ import "github.com/ringbroker/ringbroker/appliance/metadata"
 type groupsListener struct{ b *Broker }
 
 func (g groupsListener) Publish(_, _ *Image, d *metadata.Delta) error {
-	if gc := g.b.groups; gc != nil && len(d.Removed) > 0 {
+	if gc := g.b.coord.groups; gc != nil && len(d.Removed) > 0 {
 		gc.onTopicsRemoved(d.Removed)
 	}
 	return nil
@@ -35,7 +35,7 @@ func (g groupsListener) Publish(_, _ *Image, d *metadata.Delta) error {
 // the records were applied to (an empty image at start). The error is the
 // log manager's: partitions that did not open (they are offline).
 func (b *Broker) publish(prev, next *Image) error {
-	return b.pub.Publish(prev, next, b.image.Store)
+	return b.ctl.pub.Publish(prev, next, b.ctl.image.Store)
 }
 
 // applyCommitted is the path of records committed elsewhere (replicated by
@@ -44,10 +44,10 @@ func (b *Broker) publish(prev, next *Image) error {
 // exactly as a change proposed here is after its commit. The records must
 // apply to the image in force.
 func (b *Broker) applyCommitted(recs []MetadataRecord) error {
-	b.ctrlMu.Lock()
-	defer b.ctrlMu.Unlock()
+	b.ctl.mu.Lock()
+	defer b.ctl.mu.Unlock()
 	im := b.currentImage()
-	next, err := b.meta.Commit(im, recs)
+	next, err := b.ctl.meta.Commit(im, recs)
 	if err != nil {
 		return err
 	}

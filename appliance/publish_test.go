@@ -97,8 +97,8 @@ func TestReplayedRecordsDrivePartitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.meta = meta
-	b.image.Store(im)
+	b.ctl.meta = meta
+	b.ctl.image.Store(im)
 	sawConfig, sawGrowth, sawDelete := false, false, false
 	for i, recs := range batches {
 		for _, r := range recs {
@@ -143,10 +143,10 @@ func TestReplayedRecordsDrivePartitions(t *testing.T) {
 	if err := b.closePartitions(); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.meta.Close(); err != nil {
+	if err := b.ctl.meta.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b.meta = nil
+	b.ctl.meta = nil
 
 	// A restart of B replays B's own log through the same publisher.
 	b2 := startTestBroker(t, map[string]string{"log.dirs": b.cfg.LogDir})

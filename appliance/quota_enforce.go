@@ -91,14 +91,14 @@ func (b *Broker) quotaKinds(im *Image) uint8 {
 	if im.ClientQuotas == nil {
 		return 0
 	}
-	return b.quotaTab.of(im.ClientQuotas).kinds
+	return b.ctl.quotaTab.of(im.ClientQuotas).kinds
 }
 
 // quotaBroker is the broker as the quota handlers' quota.Broker.
 type quotaBroker struct{ b *Broker }
 
 func (q quotaBroker) ClientQuotas() quota.Values {
-	return q.b.quotaTab.of(q.b.currentImage().ClientQuotas).vals
+	return q.b.ctl.quotaTab.of(q.b.currentImage().ClientQuotas).vals
 }
 
 func (q quotaBroker) CommitClientQuotas(recs []*quota.ClientQuotaRecord) error {
@@ -111,13 +111,13 @@ func (q quotaBroker) CommitClientQuotas(recs []*quota.ClientQuotaRecord) error {
 		mrecs[i] = MetadataRecord{ClientQuota: &ClientQuotaRecord{Entity: parts, Key: r.Key, Value: r.Value, Remove: r.Remove}}
 	}
 	b := q.b
-	b.ctrlMu.Lock()
-	defer b.ctrlMu.Unlock()
-	next, err := b.meta.Commit(b.currentImage(), mrecs)
+	b.ctl.mu.Lock()
+	defer b.ctl.mu.Unlock()
+	next, err := b.ctl.meta.Commit(b.currentImage(), mrecs)
 	if err != nil {
 		return commitErr(err)
 	}
-	b.image.Store(next)
+	b.ctl.image.Store(next)
 	return nil
 }
 
@@ -139,7 +139,7 @@ func (b *Broker) holdThrottled(r *wire.Request, d time.Duration) {
 	select {
 	case <-t.C:
 	case <-connOf(r).closed:
-	case <-b.closing:
+	case <-b.life.closing:
 	}
 }
 
@@ -156,7 +156,7 @@ func (b *Broker) produceQuota(im *Image, r *wire.Request, req *kmsg.ProduceReque
 			n += int64(len(req.Topics[i].Partitions[j].Records))
 		}
 	}
-	return b.quotas.Record(b.quotaTab.of(im.ClientQuotas).vals, quota.Produce, quotaUser(connOf(r)), r.ClientID, n, time.Now())
+	return b.quotas.Record(b.ctl.quotaTab.of(im.ClientQuotas).vals, quota.Produce, quotaUser(connOf(r)), r.ClientID, n, time.Now())
 }
 
 // fetchQuota records a Fetch response's record bytes against the client's
@@ -173,7 +173,7 @@ func (b *Broker) fetchQuota(im *Image, r *wire.Request, outs []fetchTopicOut, ou
 			n += int64(outs[i].parts[j].bytes)
 		}
 	}
-	d := b.quotas.Record(b.quotaTab.of(im.ClientQuotas).vals, quota.Fetch, quotaUser(connOf(r)), r.ClientID, n, time.Now())
+	d := b.quotas.Record(b.ctl.quotaTab.of(im.ClientQuotas).vals, quota.Fetch, quotaUser(connOf(r)), r.ClientID, n, time.Now())
 	if d <= 0 {
 		return
 	}

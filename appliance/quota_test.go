@@ -20,21 +20,21 @@ func metaTestBroker(t *testing.T, dir string) *Broker {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { meta.Close() })
-	b.meta = meta
-	b.image.Store(im)
+	b.ctl.meta = meta
+	b.ctl.image.Store(im)
 	return b
 }
 
 // replayImage reopens the metadata log in dir as a restart does.
 func replayImage(t *testing.T, b *Broker, dir string) *Image {
 	t.Helper()
-	b.meta.Close()
+	b.ctl.meta.Close()
 	meta, im, err := openMetadataLog(dir, b.log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.meta = meta
-	b.image.Store(im)
+	b.ctl.meta = meta
+	b.ctl.image.Store(im)
 	return im
 }
 

@@ -72,7 +72,7 @@ func appendChunks(dst []byte, chunks []nvme.Chunk) ([]byte, error) {
 // (the coordinators' timers and loops must not post into stopped shards).
 func (b *Broker) postUnlessClosing(st *shardState, fn func()) {
 	select {
-	case <-b.closing:
+	case <-b.life.closing:
 		return
 	default:
 	}
@@ -86,7 +86,7 @@ func (b *Broker) every(d time.Duration, fn func()) {
 	defer t.Stop()
 	for {
 		select {
-		case <-b.closing:
+		case <-b.life.closing:
 			return
 		case <-t.C:
 			fn()

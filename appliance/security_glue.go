@@ -114,13 +114,13 @@ func (s securityBroker) View() security.View { return s.b.securityView(s.b.curre
 
 // securityView is the security handlers' view of im.
 func (b *Broker) securityView(im *Image) security.View {
-	return security.View{ACLs: b.acls.of(im.ACLs), Scram: scramCredentials(im.Scram)}
+	return security.View{ACLs: b.ctl.acls.of(im.ACLs), Scram: scramCredentials(im.Scram)}
 }
 
 func (s securityBroker) Change(propose func(cur security.View) []security.Record) error {
 	b := s.b
-	b.ctrlMu.Lock()
-	defer b.ctrlMu.Unlock()
+	b.ctl.mu.Lock()
+	defer b.ctl.mu.Unlock()
 	im := b.currentImage()
 	recs := propose(b.securityView(im))
 	if len(recs) == 0 {
@@ -141,10 +141,10 @@ func (s securityBroker) Change(propose func(cur security.View) []security.Record
 			mrecs[i].RemoveUserScramCredential = &c
 		}
 	}
-	next, err := b.meta.Commit(im, mrecs)
+	next, err := b.ctl.meta.Commit(im, mrecs)
 	if err != nil {
 		return commitErr(err)
 	}
-	b.image.Store(next)
+	b.ctl.image.Store(next)
 	return nil
 }

@@ -40,10 +40,10 @@ func (b *Broker) shareAcknowledge(r *wire.Request, req *kmsg.ShareAcknowledgeReq
 		resp.ErrorCode = code
 		return resp
 	}
-	if b.groups == nil {
+	if b.coord.groups == nil {
 		return fail(kerr.UnknownServerError.Code)
 	}
-	s := b.groups.share
+	s := b.coord.groups.share
 	group, member := deref(req.GroupID), deref(req.MemberID)
 	switch {
 	case group == "" || !validShareMemberID(member):

@@ -179,13 +179,13 @@ func (b *Broker) alterGroupConfigs(group string, ops []kmsg.IncrementalAlterConf
 	if validateOnly || len(recs) == 0 {
 		return nil
 	}
-	b.ctrlMu.Lock()
-	defer b.ctrlMu.Unlock()
-	next, err := b.meta.Commit(b.currentImage(), recs)
+	b.ctl.mu.Lock()
+	defer b.ctl.mu.Unlock()
+	next, err := b.ctl.meta.Commit(b.currentImage(), recs)
 	if err != nil {
 		return commitErr(err)
 	}
-	b.image.Store(next)
+	b.ctl.image.Store(next)
 	return nil
 }
 

@@ -64,10 +64,10 @@ func (b *Broker) shareFetch(r *wire.Request, req *kmsg.ShareFetchRequest) *kmsg.
 		resp.ErrorCode = code
 		return resp
 	}
-	if b.groups == nil {
+	if b.coord.groups == nil {
 		return fail(kerr.UnknownServerError.Code)
 	}
-	s := b.groups.share
+	s := b.coord.groups.share
 	group, member := deref(req.GroupID), deref(req.MemberID)
 	switch {
 	case group == "" || !validShareMemberID(member):
@@ -206,7 +206,7 @@ func (b *Broker) shareFetch(r *wire.Request, req *kmsg.ShareFetchRequest) *kmsg.
 			case <-connOf(r).closed:
 				timer.Stop()
 				return fail(kerr.UnknownServerError.Code)
-			case <-b.closing:
+			case <-b.life.closing:
 				timer.Stop()
 				return fail(kerr.UnknownServerError.Code)
 			}

@@ -142,7 +142,7 @@ func (s *shareStore) onShards(fn func(st *shardState, parts map[sharePartKey]*sh
 	select {
 	case <-done:
 		return true
-	case <-s.b.closing:
+	case <-s.b.life.closing:
 		return false
 	}
 }
@@ -276,7 +276,7 @@ func (s *shareStore) liveStart(group string, t *TopicImage, p int32) (spso, lag,
 	select {
 	case a := <-ch:
 		return a.spso, a.lag, a.hw, a.ok
-	case <-s.b.closing:
+	case <-s.b.life.closing:
 		return 0, 0, -1, false
 	}
 }
@@ -305,7 +305,7 @@ func (s *shareStore) flushOnClose() {
 		})
 	}
 	for _, u := range ups {
-		op := s.b.groups.partitionOf(u.k.group)
+		op := s.b.coord.groups.partitionOf(u.k.group)
 		op.st.loop.Call(func() { op.share.setStart(u.k.group, shareTP{u.k.tp.id, u.k.tp.p}, u.ss, false, func(error) {}) })
 	}
 }
@@ -313,7 +313,7 @@ func (s *shareStore) flushOnClose() {
 // persistStart asks k's group coordinator to persist a start offset; done
 // runs on the coordinator's shard.
 func (s *shareStore) persistStart(k sharePartKey, ss shareStart, done func(error)) {
-	gc := s.b.groups
+	gc := s.b.coord.groups
 	if gc == nil {
 		done(kerr.CoordinatorNotAvailable)
 		return
@@ -326,12 +326,12 @@ func (s *shareStore) persistStart(k sharePartKey, ss shareStart, done func(error
 // (wire.Ask); the Reply is the zero one when the coordinator is not
 // running.
 func askShare[T any](b *Broker, group string, fn func(sm *shareManager, reply func(T))) wire.Reply[T] {
-	gc := b.groups
+	gc := b.coord.groups
 	if gc == nil {
 		return wire.Reply[T]{}
 	}
 	op := gc.partitionOf(group)
-	return wire.Ask(b.closing, op.st.loop.Post, func(reply func(T)) { fn(op.share, reply) })
+	return wire.Ask(b.life.closing, op.st.loop.Post, func(reply func(T)) { fn(op.share, reply) })
 }
 
 // Sessions.
@@ -392,7 +392,7 @@ func (s *shareStore) endWithConn(c *conn, key shareSessionKey, sess *shareSessio
 	select {
 	case <-sess.done:
 		return
-	case <-s.b.closing:
+	case <-s.b.life.closing:
 		return
 	case <-c.closed:
 	}
@@ -462,7 +462,7 @@ func (p *sharePass) run(items []*shareItem, acks bool) bool {
 		})
 		select {
 		case <-done:
-		case <-b.closing:
+		case <-b.life.closing:
 			return false
 		}
 		i = j
@@ -719,7 +719,7 @@ func (s *shareStore) initParts(group string, items []*shareItem, settings shareG
 		var created shareStart
 		select {
 		case created = <-done:
-		case <-s.b.closing:
+		case <-s.b.life.closing:
 			return
 		}
 		if created.offset >= 0 {

@@ -132,7 +132,7 @@ func TestFetchOfClosedConnectionDoesNotRead(t *testing.T) {
 	frame := f.fetch[4:] // without the size prefix
 	rs := getReqState(len(frame))
 	copy(rs.frame, frame)
-	pr, err := parseFrameInto(f.b.apis, rs.frame, rs)
+	pr, err := parseFrameInto(f.b.front.apis, rs.frame, rs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func (b *Broker) probeStorage() {
 	if err != nil {
 		b.log.Warn("cannot probe the log directory's device", "dir", b.cfg.LogDir, "err", err)
 	}
-	b.device = dev
+	b.store.device = dev
 	b.log.Info("log directory device", "dir", b.cfg.LogDir, "facts", dev.String(), "alignment", dev.Alignment())
 	if b.cfg.LogIOMode == nvme.IOModeDirect && dev.DirectIO && dev.DirectIOErr != nil {
 		b.log.Warn("cannot check O_DIRECT in log.dirs, the filesystem is full; keeping log.io.mode=direct", "dir", b.cfg.LogDir, "err", dev.DirectIOErr)
@@ -94,7 +94,7 @@ func (b *Broker) storageOptions(st *shardState, t *TopicImage, o nvme.Options) n
 	o.PreallocateChunk = b.cfg.LogIOPreallocChunk
 	o.PreallocateUnwritten = !b.cfg.LogIOPreallocZero
 	o.Cache = st.cache
-	o.Alignment = b.device.Alignment()
+	o.Alignment = b.store.device.Alignment()
 	return o
 }
 

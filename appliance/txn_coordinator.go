@@ -36,7 +36,7 @@ func (b *Broker) startTxnCoordinator() error {
 	if err != nil {
 		return err
 	}
-	b.txn = c
+	b.coord.txn = c
 	return nil
 }
 
@@ -44,10 +44,10 @@ func (b *Broker) startTxnCoordinator() error {
 type txnBroker struct{ b *Broker }
 
 // Coordinator implements txn.Broker.
-func (a txnBroker) Coordinator() *txn.Coordinator { return a.b.txn }
+func (a txnBroker) Coordinator() *txn.Coordinator { return a.b.coord.txn }
 
 // Closing implements txn.Broker.
-func (a txnBroker) Closing() <-chan struct{} { return a.b.closing }
+func (a txnBroker) Closing() <-chan struct{} { return a.b.life.closing }
 
 // NewProducerID implements txn.Broker.
 func (a txnBroker) NewProducerID() (int64, error) { return a.b.newProducerID() }
@@ -123,10 +123,10 @@ type txnGroups struct{ b *Broker }
 
 // OffsetsPartition implements txn.Groups.
 func (g txnGroups) OffsetsPartition(group string) (int32, bool) {
-	if g.b.groups == nil {
+	if g.b.coord.groups == nil {
 		return 0, false
 	}
-	return groupPartition(group, int32(len(g.b.groups.parts))), true
+	return groupPartition(group, int32(len(g.b.coord.groups.parts))), true
 }
 
 // CommitOffsets implements txn.Groups.
@@ -192,14 +192,14 @@ func (a txnBroker) WriteMarkers(job txn.MarkerJob, done func()) {
 					finish()
 					return
 				}
-				if p.Topic != offsetsTopic || b.groups == nil || int(p.Partition) >= len(b.groups.parts) {
+				if p.Topic != offsetsTopic || b.coord.groups == nil || int(p.Partition) >= len(b.coord.groups.parts) {
 					finish()
 					return
 				}
 				// The group coordinator completes the pending offsets on
 				// the __consumer_offsets partition's shard.
-				op := b.groups.parts[p.Partition]
-				go b.groups.post(st, func() {
+				op := b.coord.groups.parts[p.Partition]
+				go b.coord.groups.post(st, func() {
 					op.mgr.completeTxn(job.PID, job.Commit)
 					finish()
 				})

@@ -36,5 +36,5 @@ func (b *Broker) txnProduce(tid string, items []txnProduceItem) {
 	for i, it := range items {
 		out[i] = txn.ProduceItem{TP: it.tp, Records: it.records, Target: (*txnTarget)(it.w)}
 	}
-	b.txn.Produce(tid, out)
+	b.coord.txn.Produce(tid, out)
 }
