@@ -111,7 +111,10 @@ func openLog(dir string, opts Options, open opener) (*Log, error) {
 	}
 	trunc, truncating, err := l.readTruncationMarker()
 	if err != nil {
-		l.closeSegments()
+		// As every failure after the segments opened (e.g. out of
+		// descriptors here): trim the active segment's preallocated tail,
+		// so the clean-shutdown marker stays true for the next start.
+		l.abandonOpen()
 		return nil, err
 	}
 	if len(l.segs) == 0 {
