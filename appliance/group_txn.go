@@ -4,11 +4,10 @@ package appliance
 // (appliance/group). Transactional offset commits (TxnOffsetCommit) are
 // written by the group coordinator as a transactional batch of the
 // producer and completed by the transaction's marker on the
-// __consumer_offsets partition. The transaction code (txn_*.go) reaches the
-// group coordinator only through what this file declares: groupManager's
-// txnCommitOffsets and completeTxn, askGroup, offsetsPartition.PersistTxn.
-// When the transaction coordinator moves to its own package, it declares
-// this as an interface and appliance keeps these as its adapter.
+// __consumer_offsets partition. The transaction coordinator (appliance/txn)
+// reaches the group coordinator only through its txn.Groups interface,
+// which txnGroups implements with askGroup, groupManager and
+// offsetsPartition.PersistTxn.
 
 import (
 	"time"
@@ -34,37 +33,6 @@ func askGroup[T any](b *Broker, groupID string, fn func(m *groupManager, reply f
 	return group.Ask(gc.gc, groupID, func(_ *group.Manager, reply func(T)) {
 		fn(gc.partitionOf(groupID).mgr, reply)
 	})
-}
-
-// offsetCommitItem is one partition's offset of a TxnOffsetCommit.
-type offsetCommitItem struct {
-	topic       string
-	partition   int32
-	offset      int64
-	leaderEpoch int32
-	metadata    string
-	expireTime  int64 // ms, -1 for the retention (unused by transactions)
-}
-
-// txnOffsetArgs is a TxnOffsetCommit that passed the handler's checks.
-type txnOffsetArgs struct {
-	group, memberID, instanceID string
-	generation                  int32
-	pid                         int64
-	epoch                       int16
-	items                       []offsetCommitItem
-}
-
-// txnCommitOffsets hands a TxnOffsetCommit to the group coordinator; done
-// gets one error per item, on the shard.
-func (m *groupManager) txnCommitOffsets(a txnOffsetArgs, done func([]*kerr.Error)) {
-	c := group.TxnCommit{Group: a.group, MemberID: a.memberID, InstanceID: a.instanceID, Generation: a.generation,
-		ProducerID: a.pid, ProducerEpoch: a.epoch, Offsets: make([]group.TxnOffset, len(a.items))}
-	for i, it := range a.items {
-		c.Offsets[i] = group.TxnOffset{Topic: it.topic, Partition: it.partition, Offset: it.offset,
-			LeaderEpoch: it.leaderEpoch, Metadata: it.metadata}
-	}
-	m.TxnCommitOffsets(c, done)
 }
 
 // completeTxn applies the marker of producer pid's transaction to the

@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/group"
 	"github.com/ringbroker/ringbroker/appliance/txn"
 	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -131,12 +132,13 @@ func (g txnGroups) OffsetsPartition(group string) (int32, bool) {
 
 // CommitOffsets implements txn.Groups.
 func (g txnGroups) CommitOffsets(c txn.OffsetCommit) wire.Reply[[]*kerr.Error] {
-	a := txnOffsetArgs{group: c.Group, memberID: c.MemberID, instanceID: c.InstanceID, generation: c.Generation, pid: c.PID, epoch: c.Epoch}
-	for _, it := range c.Items {
-		a.items = append(a.items, offsetCommitItem{topic: it.Topic, partition: it.Partition, offset: it.Offset, leaderEpoch: it.LeaderEpoch, metadata: it.Metadata, expireTime: -1})
+	tc := group.TxnCommit{Group: c.Group, MemberID: c.MemberID, InstanceID: c.InstanceID, Generation: c.Generation,
+		ProducerID: c.PID, ProducerEpoch: c.Epoch, Offsets: make([]group.TxnOffset, len(c.Items))}
+	for i, it := range c.Items {
+		tc.Offsets[i] = group.TxnOffset{Topic: it.Topic, Partition: it.Partition, Offset: it.Offset, LeaderEpoch: it.LeaderEpoch, Metadata: it.Metadata}
 	}
 	return askGroup(g.b, c.Group, func(m *groupManager, reply func([]*kerr.Error)) {
-		m.txnCommitOffsets(a, reply)
+		m.TxnCommitOffsets(tc, reply)
 	})
 }
 

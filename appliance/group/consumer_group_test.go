@@ -281,12 +281,12 @@ func TestConsumerGroupCommitChecks(t *testing.T) {
 		t.Fatalf("commit with a future member epoch: %v, want FENCED_MEMBER_EPOCH", err)
 	}
 	var txnErr []*kerr.Error
-	h.m.txnCommitOffsets(txnOffsetArgs{group: "g", memberID: "A", generation: a.epoch + 1, pid: 1,
+	h.m.txnCommitOffsets(offsetCommitArgs{group: "g", memberID: "A", generation: a.epoch + 1, pid: 1,
 		items: []offsetCommitItem{{topic: "t", partition: 0, offset: 8, leaderEpoch: -1}}}, func(e []*kerr.Error) { txnErr = e })
 	if len(txnErr) != 1 || txnErr[0] != kerr.FencedMemberEpoch {
 		t.Fatalf("txn commit with a future member epoch: %v, want FENCED_MEMBER_EPOCH", txnErr)
 	}
-	h.m.txnCommitOffsets(txnOffsetArgs{group: "g", memberID: "A", generation: a.epoch - 1, pid: 1,
+	h.m.txnCommitOffsets(offsetCommitArgs{group: "g", memberID: "A", generation: a.epoch - 1, pid: 1,
 		items: []offsetCommitItem{{topic: "t", partition: 0, offset: 8, leaderEpoch: -1}}}, func(e []*kerr.Error) { txnErr = e })
 	if len(txnErr) != 1 || txnErr[0] != kerr.StaleMemberEpoch {
 		t.Fatalf("txn commit with an older member epoch: %v, want STALE_MEMBER_EPOCH", txnErr)

@@ -89,15 +89,59 @@ type offsetCommitItem struct {
 	expireTime  int64 // ms, -1 for the retention
 }
 
+// offsetCommitArgs is an OffsetCommit or a TxnOffsetCommit that passed
+// the handler's checks; pid and epoch are the transactional producer's
+// (TxnOffsetCommit only).
 type offsetCommitArgs struct {
 	group, memberID, instanceID string
 	generation                  int32
+	pid                         int64
+	epoch                       int16
 	items                       []offsetCommitItem
 }
 
 // commitOffsets handles an OffsetCommit; done gets one error per item
 // (nil when committed), after the records are durable.
 func (m *Manager) commitOffsets(a offsetCommitArgs, done func([]*kerr.Error)) {
+	g, out, recs, vals, ok := m.prepareCommit(a, false, done)
+	if !ok {
+		return
+	}
+	m.env.Persist(recs, func(err error) {
+		if err != nil {
+			for i := range out {
+				if out[i] == nil {
+					out[i] = kerr.NotCoordinator
+				}
+			}
+			done(out)
+			return
+		}
+		if m.groups[a.group] == g {
+			for _, v := range vals {
+				if cur, have := g.offsets[v.tp]; !have || cur.seq < v.o.seq {
+					g.offsets[v.tp] = v.o
+				}
+			}
+		}
+		done(out)
+	})
+}
+
+// committedOffset is one offset of a commit that passed its checks, as
+// it will be stored once durable (or once its transaction commits).
+type committedOffset struct {
+	tp groupTP
+	o  groupOffset
+}
+
+// prepareCommit runs the checks an OffsetCommit (txn false) and a
+// TxnOffsetCommit (txn true) share, and turns the items that pass into
+// records. When the whole commit is refused, or no item passed, it calls
+// done itself and answers ok=false. Otherwise out holds the per-item
+// refusals (nil for the items that have a record in recs, in order, with
+// their values in vals).
+func (m *Manager) prepareCommit(a offsetCommitArgs, txn bool, done func([]*kerr.Error)) (g *group, out []*kerr.Error, recs []kmsg.Record, vals []committedOffset, ok bool) {
 	all := func(err *kerr.Error) {
 		out := make([]*kerr.Error, len(a.items))
 		for i := range out {
@@ -105,66 +149,68 @@ func (m *Manager) commitOffsets(a offsetCommitArgs, done func([]*kerr.Error)) {
 		}
 		done(out)
 	}
-	if a.group == "" {
+	api := "OffsetCommit"
+	if txn {
+		api = "TxnOffsetCommit"
+	}
+	switch {
+	case a.group == "":
 		all(kerr.InvalidGroupID)
-		return
-	}
-	if m.groupIDTooLong("OffsetCommit", a.group) {
+		return nil, nil, nil, nil, false
+	case m.groupIDTooLong(api, a.group):
 		all(kerr.UnknownServerError)
-		return
-	}
-	if m.isShareGroup(a.group) { // share groups keep share-partition state, not offsets
+		return nil, nil, nil, nil, false
+	case m.isShareGroup(a.group): // share groups keep share-partition state, not offsets
 		all(kerr.GroupIDNotFound)
-		return
+		return nil, nil, nil, nil, false
 	}
-	g := m.groups[a.group]
+	g = m.groups[a.group]
 	if g == nil {
-		if a.generation >= 0 {
+		if !txn && a.generation >= 0 {
 			all(kerr.IllegalGeneration)
-			return
+			return nil, nil, nil, nil, false
 		}
 		g = m.newGroup(a.group)
 	}
 	// perItem checks each partition of a consumer group member's commit
-	// made with an older member epoch (consumer_group.go cgCheckCommit).
+	// made with an older member epoch (groupState.cgCheckCommit).
 	var perItem func(topic string, partition int32) *kerr.Error
 	switch {
 	case g.state == groupDead:
 		all(kerr.CoordinatorNotAvailable)
-		return
+		return nil, nil, nil, nil, false
+	case txn && a.memberID == "" && a.generation < 0:
+		// TxnOffsetCommit v0-v2, or a producer outside the group: no member check.
 	case g.cg != nil:
 		// A consumer-protocol group: the generation is the member epoch.
 		err, check := g.cgCheckCommit(a.memberID, a.generation, m.image)
 		if err != nil {
 			all(err)
-			return
+			return nil, nil, nil, nil, false
 		}
 		perItem = check
 	case g.fenced(a.instanceID, a.memberID):
 		all(kerr.FencedInstanceID)
-		return
-	case a.generation < 0 && g.state == groupEmpty:
+		return nil, nil, nil, nil, false
+	case !txn && a.generation < 0 && g.state == groupEmpty:
 		// A simple (standalone) consumer committing.
-	case g.state == groupCompletingRebalance:
+	case !txn && g.state == groupCompletingRebalance:
 		all(kerr.RebalanceInProgress)
-		return
+		return nil, nil, nil, nil, false
 	case g.members[a.memberID] == nil:
 		all(kerr.UnknownMemberID)
-		return
+		return nil, nil, nil, nil, false
 	case a.generation != g.generation:
 		all(kerr.IllegalGeneration)
-		return
-	default:
+		return nil, nil, nil, nil, false
+	case !txn:
 		mem := g.members[a.memberID]
 		if mem.joinDone == nil && !g.pendingSync[mem.id] {
 			m.scheduleHeartbeat(g, mem, mem.sessionTimeout)
 		}
 	}
-	out := make([]*kerr.Error, len(a.items))
+	out = make([]*kerr.Error, len(a.items))
 	now := m.env.Now().UnixMilli()
-	var recs []kmsg.Record
-	var ok []int
-	var vals []groupOffset
 	for i, it := range a.items {
 		if perItem != nil {
 			if out[i] = perItem(it.topic, it.partition); out[i] != nil {
@@ -175,34 +221,21 @@ func (m *Manager) commitOffsets(a offsetCommitArgs, done func([]*kerr.Error)) {
 			out[i] = kerr.OffsetMetadataTooLarge
 			continue
 		}
+		expire := it.expireTime
+		if txn {
+			expire = -1 // transactional offsets keep the retention
+		}
 		m.commitSeq++
-		o := groupOffset{offset: it.offset, leaderEpoch: it.leaderEpoch, metadata: it.metadata, commitTime: now, expireTime: it.expireTime, seq: m.commitSeq}
-		recs = append(recs, offsetCommitRecord(a.group, groupTP{it.topic, it.partition}, o))
-		ok = append(ok, i)
-		vals = append(vals, o)
+		v := committedOffset{tp: groupTP{it.topic, it.partition},
+			o: groupOffset{offset: it.offset, leaderEpoch: it.leaderEpoch, metadata: it.metadata, commitTime: now, expireTime: expire, seq: m.commitSeq}}
+		recs = append(recs, offsetCommitRecord(a.group, v.tp, v.o))
+		vals = append(vals, v)
 	}
 	if len(recs) == 0 {
 		done(out)
-		return
+		return nil, nil, nil, nil, false
 	}
-	m.env.Persist(recs, func(err error) {
-		if err != nil {
-			for _, i := range ok {
-				out[i] = kerr.NotCoordinator
-			}
-			done(out)
-			return
-		}
-		if m.groups[a.group] == g {
-			for j, i := range ok {
-				tp := groupTP{a.items[i].topic, a.items[i].partition}
-				if cur, have := g.offsets[tp]; !have || cur.seq < vals[j].seq {
-					g.offsets[tp] = vals[j]
-				}
-			}
-		}
-		done(out)
-	})
+	return g, out, recs, vals, true
 }
 
 // fetchedOffset is one partition of an OffsetFetch answer.

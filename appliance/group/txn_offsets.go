@@ -24,15 +24,6 @@ type txnPendingOffset struct {
 	o     groupOffset
 }
 
-// txnOffsetArgs is a TxnOffsetCommit that passed the handler's checks.
-type txnOffsetArgs struct {
-	group, memberID, instanceID string
-	generation                  int32
-	pid                         int64
-	epoch                       int16
-	items                       []offsetCommitItem
-}
-
 // TxnPersister is an Env that can also append a producer's transactional
 // batch (attributes 0x10, the producer's id and epoch); with an Env
 // without it (tests) the offsets are appended with Persist.
@@ -41,80 +32,15 @@ type TxnPersister interface {
 }
 
 // txnCommitOffsets handles a TxnOffsetCommit; done gets one error per item.
-func (m *Manager) txnCommitOffsets(a txnOffsetArgs, done func([]*kerr.Error)) {
-	all := func(err *kerr.Error) {
-		out := make([]*kerr.Error, len(a.items))
-		for i := range out {
-			out[i] = err
-		}
-		done(out)
-	}
-	if a.group == "" {
-		all(kerr.InvalidGroupID)
+// The offsets stay pending until the transaction's marker (CompleteTxn).
+func (m *Manager) txnCommitOffsets(a offsetCommitArgs, done func([]*kerr.Error)) {
+	_, out, recs, vals, ok := m.prepareCommit(a, true, done)
+	if !ok {
 		return
 	}
-	if m.groupIDTooLong("TxnOffsetCommit", a.group) {
-		all(kerr.UnknownServerError)
-		return
-	}
-	if m.isShareGroup(a.group) {
-		all(kerr.GroupIDNotFound)
-		return
-	}
-	g := m.groups[a.group]
-	if g == nil {
-		g = m.newGroup(a.group)
-	}
-	// perItem checks each partition of a consumer group member's commit
-	// made with an older member epoch (consumer_group.go cgCheckCommit).
-	var perItem func(topic string, partition int32) *kerr.Error
-	switch {
-	case g.state == groupDead:
-		all(kerr.CoordinatorNotAvailable)
-		return
-	case a.memberID == "" && a.generation < 0:
-		// v0-v2, or a producer outside the group: no member check.
-	case g.cg != nil:
-		// A consumer-protocol group: the generation is the member epoch.
-		err, check := g.cgCheckCommit(a.memberID, a.generation, m.image)
-		if err != nil {
-			all(err)
-			return
-		}
-		perItem = check
-	case g.fenced(a.instanceID, a.memberID):
-		all(kerr.FencedInstanceID)
-		return
-	case g.members[a.memberID] == nil:
-		all(kerr.UnknownMemberID)
-		return
-	case a.generation != g.generation:
-		all(kerr.IllegalGeneration)
-		return
-	}
-	out := make([]*kerr.Error, len(a.items))
-	now := m.env.Now().UnixMilli()
-	var recs []kmsg.Record
-	var pend []txnPendingOffset
-	for i, it := range a.items {
-		if perItem != nil {
-			if out[i] = perItem(it.topic, it.partition); out[i] != nil {
-				continue
-			}
-		}
-		if len(it.metadata) > m.cfg.maxMetadataBytes {
-			out[i] = kerr.OffsetMetadataTooLarge
-			continue
-		}
-		m.commitSeq++
-		o := groupOffset{offset: it.offset, leaderEpoch: it.leaderEpoch, metadata: it.metadata, commitTime: now, expireTime: -1, seq: m.commitSeq}
-		tp := groupTP{it.topic, it.partition}
-		recs = append(recs, offsetCommitRecord(a.group, tp, o))
-		pend = append(pend, txnPendingOffset{group: a.group, tp: tp, o: o})
-	}
-	if len(recs) == 0 {
-		done(out)
-		return
+	pend := make([]txnPendingOffset, len(vals))
+	for i, v := range vals {
+		pend[i] = txnPendingOffset{group: a.group, tp: v.tp, o: v.o}
 	}
 	finish := func(err error) {
 		if err != nil {
@@ -240,7 +166,7 @@ type TxnOffset struct {
 // transaction's marker). done gets one error (or nil) per offset, in order,
 // on the shard.
 func (m *Manager) TxnCommitOffsets(c TxnCommit, done func([]*kerr.Error)) {
-	a := txnOffsetArgs{group: c.Group, memberID: c.MemberID, instanceID: c.InstanceID, generation: c.Generation,
+	a := offsetCommitArgs{group: c.Group, memberID: c.MemberID, instanceID: c.InstanceID, generation: c.Generation,
 		pid: c.ProducerID, epoch: c.ProducerEpoch, items: make([]offsetCommitItem, len(c.Offsets))}
 	for i, o := range c.Offsets {
 		a.items[i] = offsetCommitItem{topic: o.Topic, partition: o.Partition, offset: o.Offset, leaderEpoch: o.LeaderEpoch,

@@ -15,7 +15,7 @@ func TestGroupTxnOffsets(t *testing.T) {
 	env := &fakeGroupEnv{t: time.UnixMilli(1_700_000_000_000), ids: map[string]int{}, out: &strings.Builder{}}
 	m := NewManager(env, DefaultConfig())
 	commit := func(pid int64, off int64) {
-		m.txnCommitOffsets(txnOffsetArgs{group: "g", generation: -1, pid: pid, items: []offsetCommitItem{{topic: "t", partition: 0, offset: off, leaderEpoch: -1}}},
+		m.txnCommitOffsets(offsetCommitArgs{group: "g", generation: -1, pid: pid, items: []offsetCommitItem{{topic: "t", partition: 0, offset: off, leaderEpoch: -1}}},
 			func(errs []*kerr.Error) {
 				if errs[0] != nil {
 					t.Fatalf("txn commit: %v", errs[0])
