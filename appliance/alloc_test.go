@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringbroker/ringbroker/internal/wait"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -147,14 +148,9 @@ func newAllocFixtureWith(tb testing.TB, extra map[string]string) *allocFixture {
 
 	// The partition opens on its shard shortly after the topic exists:
 	// produce until it answers without error, then fill a few batches.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if code := f.produceCode(f.produce); code == 0 {
-			break
-		} else if time.Now().After(deadline) {
-			tb.Fatalf("produce keeps failing with error %d", code)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var code int16
+	if !wait.Every(10*time.Millisecond, 10*time.Second, func() bool { code = f.produceCode(f.produce); return code == 0 }) {
+		tb.Fatalf("produce keeps failing with error %d", code)
 	}
 	for i := 0; i < 200; i++ {
 		f.produceOne(f.produce)
@@ -277,5 +273,13 @@ func TestLargeFrameAllocs(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(50, func() { f.produceOne(big); f.fetchOne() }); n != 0 {
 		t.Errorf("a 300 KiB produce and a fetch allocate %.0f times per pair, want 0", n)
+	}
+}
+
+// shardBarrier returns once every shard has run what was posted to it
+// before the call (each shard's loop runs its messages in order).
+func (f *allocFixture) shardBarrier() {
+	for _, st := range f.b.shards {
+		st.loop.Call(func() {})
 	}
 }

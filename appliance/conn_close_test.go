@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringbroker/ringbroker/internal/wait"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -38,6 +39,9 @@ func TestAbandonedLongPollClosesConnection(t *testing.T) {
 
 	const n = 20
 	for i := 0; i < n; i++ {
+		// The polls of the connections closed before have ended (if they
+		// have not within 2 s, the checks below fail).
+		wait.Until(2*time.Second, func() bool { return f.b.metrics.fetchPurgatory.Load() <= purgatory })
 		nc, err := net.Dial("tcp", f.b.Addr().String())
 		if err != nil {
 			t.Fatal(err)
@@ -45,20 +49,18 @@ func TestAbandonedLongPollClosesConnection(t *testing.T) {
 		if _, err := nc.Write(frame); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(20 * time.Millisecond) // let the broker start the poll
+		// Let the broker start the poll (or give up after 2 s: closing
+		// before it parks is the other race, which must hold too).
+		wait.Until(2*time.Second, func() bool { return f.b.metrics.fetchPurgatory.Load() > purgatory })
 		nc.Close()
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for conns() > base && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.Until(5*time.Second, func() bool { return conns() <= base })
 	if got := conns(); got > base {
 		t.Fatalf("%d of %d abandoned long-poll connections still open 5 s after the clients left", got-base, n)
 	}
 	// Their polls ended with them (conn.markClosed), not at max_wait_ms.
-	for f.b.metrics.fetchPurgatory.Load() > purgatory && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.Until(time.Until(deadline), func() bool { return f.b.metrics.fetchPurgatory.Load() <= purgatory })
 	if got := f.b.metrics.fetchPurgatory.Load(); got > purgatory {
 		t.Fatalf("%d abandoned long polls still in the fetch purgatory", got-purgatory)
 	}
@@ -74,10 +76,7 @@ func TestAbandonedLongPollClosesConnection(t *testing.T) {
 		nc.Write(frame)
 		nc.Close()
 	}
-	deadline = time.Now().Add(10 * time.Second)
-	for (conns() > base || f.b.metrics.fetchPurgatory.Load() > purgatory) && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.Until(10*time.Second, func() bool { return conns() <= base && f.b.metrics.fetchPurgatory.Load() <= purgatory })
 	if got, p := conns(), f.b.metrics.fetchPurgatory.Load(); got > base || p > purgatory {
 		t.Fatalf("after 200 write-and-leave clients: %d connections and %d polls left", got-base, p-purgatory)
 	}

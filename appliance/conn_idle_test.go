@@ -5,6 +5,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ringbroker/ringbroker/internal/wait"
 )
 
 // A client that sends fetches and never reads is closed after
@@ -37,16 +39,10 @@ func TestStuckReaderClosedAfterIdle(t *testing.T) {
 		}
 		// Wait for the broker to have it (uring accepts asynchronously)
 		// and to have queued the answers it cannot send.
-		for i := 0; conns() == 0 && i < 100; i++ {
-			time.Sleep(20 * time.Millisecond)
-		}
-		if conns() == 0 {
+		if !wait.Until(2*time.Second, func() bool { return conns() > 0 }) {
 			t.Fatal("the broker never registered the connection")
 		}
-		deadline := time.Now().Add(15 * time.Second)
-		for conns() > 0 && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
-		}
+		wait.Until(15*time.Second, func() bool { return conns() == 0 })
 		if n := conns(); n > 0 {
 			t.Fatalf("%d connections still open 15 s after a client stopped reading; connections.max.idle.ms is 1.5 s", n)
 		}

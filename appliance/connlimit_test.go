@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringbroker/ringbroker/internal/wait"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -81,18 +82,13 @@ func TestConnectionCaps(t *testing.T) {
 					apiVersionsOn(t, nc, true)
 				}
 				open[len(open)-1].Close()
-				deadline := time.Now().Add(5 * time.Second)
-				for {
+				registered := func() int {
 					f.b.front.mu.Lock()
-					n := len(f.b.front.conns)
-					f.b.front.mu.Unlock()
-					if n < c.allowed {
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("%d connections registered 5 s after one closed", n)
-					}
-					time.Sleep(10 * time.Millisecond)
+					defer f.b.front.mu.Unlock()
+					return len(f.b.front.conns)
+				}
+				if !wait.Until(5*time.Second, func() bool { return registered() < c.allowed }) {
+					t.Fatalf("%d connections registered 5 s after one closed", registered())
 				}
 				dialAPIVersions(t, addr, true).Close()
 			})

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringbroker/ringbroker/internal/wait"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -42,7 +43,7 @@ func TestLongPollAcrossDeleteTopics(t *testing.T) {
 	}
 	versions := []int16{12, 13}
 	conns := []net.Conn{poll(12), poll(13)}
-	time.Sleep(200 * time.Millisecond) // both parked
+	wait.Until(5*time.Second, func() bool { return f.b.metrics.fetchPurgatory.Load() >= 2 }) // both parked
 	if n := f.b.metrics.fetchPurgatory.Load(); n < 2 {
 		t.Fatalf("%d fetches waiting before the deletion, want 2", n)
 	}

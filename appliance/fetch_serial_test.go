@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringbroker/ringbroker/internal/wait"
 	"github.com/ringbroker/ringbroker/ioring"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -133,6 +134,9 @@ func TestSlowReaderPinsOneFetchAnswer(t *testing.T) {
 		if _, err := nc.Write(all); err != nil {
 			t.Fatal(err)
 		}
+		// A window in which a broker that ran the fetches behind the
+		// unread answer would read their record bytes: an absence is
+		// only seen over time.
 		time.Sleep(500 * time.Millisecond)
 		held := out.Get() - before
 		sizes := make([]int, 0, n)
@@ -164,14 +168,19 @@ func TestFetchAfterUnreadAnswerRuns(t *testing.T) {
 		fillPartition0(f, 80) // 8 MB
 		nc := smallRcvBuf(t, f.b.Addr().String())
 		defer nc.Close()
+		out := f.b.metrics.topic("a").bytesOut
+		before := out.Get()
 		if _, err := nc.Write(fetchFrame(1, 1, 0, 8<<20, 0)); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(300 * time.Millisecond) // answer 1 queued, unread
+		// Answer 1 built and queued, unread.
+		if !wait.Until(5*time.Second, func() bool { return out.Get()-before >= 6<<20 }) {
+			t.Fatalf("answer 1 not built within 5 s (%d record bytes)", out.Get()-before)
+		}
 		if _, err := nc.Write(fetchFrame(2, 1, 0, 1<<20, 0)); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // fetch 2 arrives before the client reads
 		for i := int32(1); i <= 2; i++ {
 			if corr, _ := readAnswer(t, nc); corr != i {
 				t.Fatalf("answer %d has correlation id %d", i, corr)

@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/ringbroker/ringbroker/appliance/wire"
+	"github.com/ringbroker/ringbroker/internal/wait"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
 )
@@ -126,7 +127,9 @@ func TestFetchLongPoll(t *testing.T) {
 	// One batch is ~170 bytes: min_bytes 250 needs one on each partition.
 	start := time.Now()
 	answer := sendFetch(t, addr, longPollFrame(250, 20000))
-	time.Sleep(300 * time.Millisecond)
+	if !wait.Until(5*time.Second, func() bool { return f.b.metrics.fetchPurgatory.Load() > base }) {
+		t.Fatal("the long poll did not park within 5 s")
+	}
 	f.produceOne(produceTo(1))
 	select {
 	case resp := <-answer:
@@ -162,10 +165,7 @@ func TestFetchLongPoll(t *testing.T) {
 		t.Fatal("the long poll did not answer at max_wait_ms")
 	}
 
-	deadline := time.Now().Add(5 * time.Second)
-	for f.b.metrics.fetchPurgatory.Load() != base && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	wait.Until(5*time.Second, func() bool { return f.b.metrics.fetchPurgatory.Load() == base })
 	if got := f.b.metrics.fetchPurgatory.Load(); got != base {
 		t.Fatalf("fetch purgatory %d, want %d", got, base)
 	}
@@ -467,32 +467,31 @@ func TestFetchReleasesUnsentReads(t *testing.T) {
 			batch = max(batch, int32(len(p.RecordBatches)))
 		}
 		settled := func(want int32) int32 {
-			deadline := time.Now().Add(3 * time.Second)
-			for {
-				n := f.tailHolders()
-				if n == want || time.Now().After(deadline) {
-					return n
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
+			wait.Until(3*time.Second, func() bool { return f.tailHolders() == want })
+			return f.tailHolders()
 		}
-		// Nothing in flight: the files' and the tail views' holds.
+		// Nothing in flight: the files' and the tail views' holds, once
+		// two readings 10 ms apart agree.
 		base := f.tailHolders()
-		for i := 0; i < 100; i++ {
-			time.Sleep(10 * time.Millisecond)
+		wait.Every(10*time.Millisecond, time.Second, func() bool {
 			n := f.tailHolders()
-			if n == base {
-				break
-			}
+			same := n == base
 			base = n
-		}
+			return same
+		})
+		parked := f.b.metrics.fetchPurgatory.Load()
 		const rounds = 4
 		for i := 0; i < rounds; i++ {
 			// One append brings less than min_bytes: its pass parks with
 			// what it read; the second append's pass reads both again.
 			answer := sendFetch(t, addr, fetchFrom(batch+1, 1<<20, 10000, next))
-			time.Sleep(30 * time.Millisecond)
+			if !wait.Until(5*time.Second, func() bool { return f.b.metrics.fetchPurgatory.Load() > parked }) {
+				t.Fatalf("long poll %d did not park within 5 s", i)
+			}
 			f.produceOne(produceTo(1))
+			// Give the woken pass time to read and park again before the
+			// second append (if it has not, that append's pass reads both
+			// and the test still holds; it only exercises less).
 			time.Sleep(30 * time.Millisecond)
 			f.produceOne(produceTo(2))
 			resp := <-answer

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringbroker/ringbroker/internal/wait"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -220,11 +221,8 @@ func TestFetchAnswersFromViews(t *testing.T) {
 	base := f.b.metrics.fetchPurgatory.Load()
 	before := reads()
 	answer := sendFetch(t, addr, viewFetch(10000, -1, hw))
-	deadline := time.Now().Add(5 * time.Second)
-	for f.b.metrics.fetchPurgatory.Load() == base && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	time.Sleep(50 * time.Millisecond)
+	wait.Until(5*time.Second, func() bool { return f.b.metrics.fetchPurgatory.Load() != base })
+	f.shardBarrier() // whatever the poll posted to a shard has run
 	if n := reads() - before; n != 0 {
 		t.Fatalf("the parked long poll read on %d shards, want 0", n)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ringbroker/ringbroker/appliance/wire"
+	"github.com/ringbroker/ringbroker/internal/wait"
 	"github.com/ringbroker/ringbroker/nvme"
 )
 
@@ -144,14 +145,10 @@ func TestFetchOfClosedConnectionDoesNotRead(t *testing.T) {
 	if _, ok := handleFetch(f.b, r).(wire.AnswerLater); !ok {
 		t.Fatal("the fetch did not go to the read pass")
 	}
-	deadline := time.Now().Add(time.Second)
-	for !rs.slot.ready.Load() && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	if !rs.slot.ready.Load() {
+	if !wait.Until(time.Second, rs.slot.ready.Load) {
 		t.Fatal("the fetch of a closed connection never ended")
 	}
-	time.Sleep(50 * time.Millisecond) // a step posted to a shard would have run by now
+	f.shardBarrier() // a step posted to a shard has run by now
 	if got := reads(); got != before {
 		t.Fatalf("the fetch of a closed connection read partitions (%d shard reads)", got-before)
 	}

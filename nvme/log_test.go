@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/ringbroker/ringbroker/internal/wait"
 )
 
 // appendN appends n batches of recsPer records each and returns the stored
@@ -526,15 +528,11 @@ func TestRetention(t *testing.T) {
 		if _, err := l.Read(0, 100, 1<<62, true); !errors.Is(err, ErrOffsetOutOfRange) {
 			t.Fatalf("read below log start: %v", err)
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			if _, err := os.Stat(before[0].Path + deletedSuffix); os.IsNotExist(err) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("deleted file never unlinked")
-			}
-			time.Sleep(time.Millisecond)
+		if !wait.Until(5*time.Second, func() bool {
+			_, err := os.Stat(before[0].Path + deletedSuffix)
+			return os.IsNotExist(err)
+		}) {
+			t.Fatal("deleted file never unlinked")
 		}
 	})
 	t.Run("time", func(t *testing.T) {
