@@ -11,7 +11,7 @@ import (
 // Implementations live in the other files of the package.
 
 // Sentinel errors. The appliance maps them to Kafka error codes once, at the
-// protocol boundary (see appliance/errors.go).
+// protocol boundary (see appliance/wire.ErrCode).
 var (
 	// ErrCorruptMessage: a batch's framing or checksum is bad (CRC32C
 	// mismatch, batchLength inconsistent with the bytes, a body that does not
@@ -57,7 +57,7 @@ type Options struct {
 	Logger             *slog.Logger     // nil means slog.Default()
 	Now                func() time.Time // nil means time.Now (tests inject a clock)
 	// IOMode is IOModeBuffered ("" means it) or IOModeDirect [log.io.mode]:
-	// see direct.go. Direct mode always preallocates.
+	// see directFile. Direct mode always preallocates.
 	IOMode string
 	// Preallocate fallocates the active segment to SegmentBytes and trims it
 	// when it rolls or closes [preallocate / log.preallocate].
@@ -69,7 +69,7 @@ type Options struct {
 	// PreallocateUnwritten leaves the chunks direct mode fallocates past
 	// the first of a segment unwritten, for the data writes to convert
 	// (ext4 marks them written as each write completes), instead of
-	// writing zeros over them ahead of the data (prealloc.go says why)
+	// writing zeros over them ahead of the data (Log.growAllocation says why)
 	// [log.io.preallocate.zero=false].
 	PreallocateUnwritten bool
 	// Cache is the shard's block cache for direct mode; nil gives the log a

@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Record batch v2 layout (see doc.go). Offsets of the fields, in bytes from
+// Record batch v2 layout (see the package comment). Offsets of the fields, in bytes from
 // the start of the batch.
 const (
 	offBaseOffset      = 0

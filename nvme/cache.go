@@ -17,7 +17,7 @@ const DefaultCacheBytes = 64 << 20
 // record bytes are never copied into other Go heap buffers. A buffer is
 // immutable once cached; eviction only drops the cache's hold on it, so a
 // response still sending from it keeps it (Chunk.Ref), and the last holder
-// returns it to the cache's pool of free buffers (blockbuf.go).
+// returns it to the cache's pool of free buffers (blockPool).
 //
 // Ownership: a BlockCache belongs to one shard goroutine (every Log that
 // shares it runs there); it has no lock.
@@ -28,8 +28,8 @@ type BlockCache struct {
 	head      cacheEntry // sentinel of the LRU list: head.next is the most recent
 	nextID    uint64
 	stats     CacheStats
-	wb        writeQueue // ring writes of the files (direct_ring.go)
-	pool      *blockPool // free block buffers (blockbuf.go)
+	wb        writeQueue // ring writes of the files (directFile.submit)
+	pool      *blockPool // free block buffers (BlockBuf.Release)
 }
 
 // CacheStats counts a BlockCache's work, for metrics and benchmarks.

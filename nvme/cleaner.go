@@ -45,7 +45,7 @@ package nvme
 // closed after file.delete.delay.ms, so fetch chunks in flight stay valid)
 // and renames the swap files to their final names. Open completes a swap
 // whose .log.swap exists and deletes *.cleaned and orphan *.swap files
-// (cleaner_recover.go).
+// (Log.completeSwaps).
 
 import (
 	"errors"

@@ -1,6 +1,6 @@
 package nvme
 
-// The off-shard part of a cleaning pass (see cleaner.go): the offset map,
+// The off-shard part of a cleaning pass (see Log.PrepareClean, CleanJob.Run): the offset map,
 // the grouping of segments and the rewrite into *.cleaned files. Run reads
 // only the job's own descriptors of closed segments and writes only new
 // files, so the owner shard keeps appending and serving meanwhile.

@@ -44,9 +44,9 @@ type directFile struct {
 	wblk     []byte
 	wref     *BlockBuf // wblk's buffer, held by the file
 	wbase    int64     // file offset of wblk[0]
-	gen      uint64    // bumped by Truncate and forget: block reads started before are stale (direct_prefetch.go)
+	gen      uint64    // bumped by Truncate and forget: block reads started before are stale (blockRead.Complete)
 
-	// Ring writes (direct_ring.go): the bytes known to be on the device,
+	// Ring writes (directFile.queue, directFile.submit): the bytes known to be on the device,
 	// the ranges queued for the next round, the round in flight (its ring
 	// writes, how many are outstanding, the size it makes written), full
 	// blocks still holding unwritten bytes, the Log to notify, and the
@@ -62,7 +62,7 @@ type directFile struct {
 	hookDue   bool
 	werr      error
 
-	// Zero fill (zerofill.go): the start of the fill running, closed when
+	// Zero fill (directFile.zeroFill): the start of the fill running, closed when
 	// it ends, its error (read after zeroDone is closed).
 	zeroFrom   int64
 	zeroDone   chan struct{}
@@ -222,7 +222,7 @@ func (d *directFile) WriteAt(p []byte, off int64) (int, error) {
 		clear(d.wblk[rel+n : to])
 		ring := d.cache.wb.ring != nil
 		if ring {
-			d.queue(d.wref, d.wbase, from, to) // written by the next round (direct_ring.go)
+			d.queue(d.wref, d.wbase, from, to) // written by the next round (directFile.submit)
 		} else {
 			m, err := d.raw.WriteAt(d.wblk[from:to], d.wbase+from)
 			if err == nil && int64(m) < to-from {

@@ -151,7 +151,7 @@ func (l *Log) Prefetch(pf *BlockPrefetch, offset int64, maxBytes int32) int64 {
 			continue
 		}
 		if base+need > d.written {
-			continue // not all on the device yet: in memory (direct_ring.go)
+			continue // not all on the device yet: in memory (directFile.submit)
 		}
 		if pf.listed(d, base) {
 			continue

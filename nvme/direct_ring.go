@@ -64,7 +64,7 @@ import (
 // converted: each conversion needs a fifth extent for a moment), with
 // either engine: ~3400 discards in 15 s at 100 MB/s over 16 partitions.
 // Chunks past the first are therefore written with zeros before the data
-// reaches them (zerofill.go, Log.growAllocation), and the data writes
+// reaches them (directFile.zeroFill, Log.growAllocation), and the data writes
 // convert nothing.
 //
 // Waits: rolling, closing and truncating a file need its writes done; they
@@ -174,7 +174,7 @@ type writeQueue struct {
 }
 
 // WriteStats counts a BlockCache's ring writes, and the zero fills of its
-// files' preallocated chunks (zerofill.go), which both engines make.
+// files' preallocated chunks (directFile.zeroFill), which both engines make.
 type WriteStats struct {
 	Rounds      uint64 // rounds submitted
 	Ranges      uint64 // queued ranges they wrote

@@ -9,25 +9,28 @@
 // compressed batches on compacted topics needs; it must not import appliance,
 // cluster or tiering.
 //
-// Files: batch.go (batch v2 header, validation, record walking),
-// compression.go, segment.go (one .log with in-memory copies of its
-// indexes), index.go, recover.go (Open's recovery), cleanshutdown.go (the marker
-// a clean Close leaves, which spares the next Open the last segment's scan), log.go (Open, Append,
-// Read, rolling), retention.go, timestamp.go, epoch.go, metadata.go,
-// groupcommit.go, file.go (the file interface that a direct-I/O or
-// fault-injecting implementation replaces), direct.go (log.io.mode=direct:
-// O_DIRECT segment files with an aligned tail buffer), cache.go (the
-// per-shard BlockCache of aligned buffers that direct-mode fetches send
-// from), direct_ring.go (segment writes through the
-// shard's ring, one round in flight per file, and the written end offset), direct_prefetch.go (the blocks a fetch would miss, read through a
-// ring first), prealloc.go (fallocate to segment.bytes, trim at roll and close,
-// zeros after the data end recovery's scan), device.go (sysfs and statx
-// facts of the data directory's device, O_DIRECT probe), faultinject.go,
-// cleaner.go (log compaction: PrepareClean and CommitClean on the owner
-// shard, the swap protocol), cleaner_run.go (the pass that runs off the
-// shard), cleaner_codec.go (recompression), cleaner_throttle.go (the I/O
-// token bucket), cleaner_recover.go (finishing a swap at Open), truncate.go
-// (Log.TruncateTo).
+// Parts: BatchHeader and ValidateBatches (batch v2 header, validation,
+// record walking), the decompressor, segment (one .log with in-memory
+// copies of its indexes, offsetEntry and timeEntry), Open's recovery
+// (Log.recoverActiveSegment, Log.loadClosedSegment), CleanShutdownFile (the
+// marker a clean Close leaves, which spares the next Open the last
+// segment's scan), Log (Open, Append, Read, rolling), Log.ApplyRetention,
+// Log.OffsetForTimestamp, the leader-epoch cache (Log.AssignEpoch),
+// WritePartitionMetadata, GroupCommitter, the file interface (which a
+// direct-I/O or fault-injecting implementation replaces; see
+// NewGroupCommitterFunc for injected sync failures), directFile
+// (log.io.mode=direct: O_DIRECT segment files with an aligned tail buffer),
+// BlockCache (the per-shard cache of aligned buffers that direct-mode
+// fetches send from), directFile.submit (segment writes through the shard's
+// ring, one round in flight per file) and Log.WrittenEndOffset,
+// BlockPrefetch (the blocks a fetch would miss, read through a ring first),
+// Log.preallocate (fallocate to segment.bytes, segment.trimLog at roll and
+// close, zeros after the data end recovery's scan), ProbeDevice (sysfs and
+// statx facts of the data directory's device, O_DIRECT probe), the cleaner
+// (log compaction: Log.PrepareClean and Log.CommitClean on the owner shard,
+// the swap protocol; CleanJob.Run, the pass that runs off the shard; the
+// compressor that recompresses; TokenBucket, the I/O token bucket;
+// Log.completeSwaps, finishing a swap at Open), and Log.TruncateTo.
 //
 // Truncation: Log.TruncateTo(offset) removes the records at and above
 // offset as Kafka's UnifiedLog.truncateTo does (replication calls it with
@@ -42,8 +45,8 @@
 // offset, cut or full), written before anything changes and removed
 // after everything is durable, makes it atomic across a crash: Open
 // finds the marker and finishes the truncation, so a kill at any moment
-// leaves the old log or the truncated one (truncate.go gives the steps
-// and the argument).
+// leaves the old log or the truncated one (the comment above
+// truncationMarkerFile gives the steps and the argument).
 //
 // Preallocated segments: the active .log is segment.bytes long on disk with
 // zeros after the data; a recovery scan that meets an all-zero batch header

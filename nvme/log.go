@@ -15,7 +15,7 @@ import (
 )
 
 // Log is one partition's log: a directory of segments in Kafka's layout (see
-// doc.go and the method list in api.go). It is owned by one shard goroutine;
+// the package comment, and Options, AppendInfo and ReadResult for its API). It is owned by one shard goroutine;
 // its methods must not be called concurrently. The file returned by
 // SyncTarget may be fdatasynced from another goroutine.
 type Log struct {
@@ -23,7 +23,7 @@ type Log struct {
 	opts   Options
 	logger *slog.Logger
 	open   opener
-	sf     segFiles // how segment .log files are opened (prealloc.go)
+	sf     segFiles // how segment .log files are opened (Log.openSegFile)
 	// segs are ascending by base offset; the last one is active.
 	segs []*segment
 	// startOffset is the log start offset: reads below it are out of range.
@@ -39,35 +39,35 @@ type Log struct {
 	dec             decompressor
 	// producers is the idempotent-producer state by producer id (KIP-98).
 	producers map[int64]*ProducerEntry
-	txn       txnState              // open transactions and aborted ones (txnindex.go)
+	txn       txnState              // open transactions and aborted ones (Log.txnAppend)
 	hdr       [BatchHeaderSize]byte // scratch for batch headers
 	scratch   []byte                // scratch for index entries
 
-	// Ring writes (direct_ring.go): appends not yet all on the device,
+	// Ring writes (Log.markWrite, Log.WrittenEndOffset): appends not yet all on the device,
 	// oldest first from markHead, and the hook run when they are.
 	marks     []writeMark
 	markHead  int
 	onWritten func()
 
 	// tail is where the active segment's last batches are published for
-	// other goroutines (tail.go); nil: not published.
+	// other goroutines (Log.publishTail); nil: not published.
 	tail *TailView
 
 	// truncHook, when set (tests), runs after each step of a truncation
-	// (truncate.go), so that a test can kill the process there.
+	// (Log.truncStep), so that a test can kill the process there.
 	truncHook func(step string)
 }
 
 // Open opens or creates the partition log in dir (created if missing) and
 // recovers it: a cleaner swap interrupted after its commit point is
-// completed (cleaner_recover.go), leftover .deleted/.cleaned and other
+// completed (Log.completeSwaps), leftover .deleted/.cleaned and other
 // .swap files are removed, closed
 // segments' indexes are loaded (rebuilt when missing or inconsistent), and
 // the last segment is scanned from the start, checking every batch's framing
 // and CRC32C; it is truncated at the first bad batch and its indexes are
 // rebuilt. After a clean Close (CleanShutdownFile) the last segment is
 // loaded like a closed one instead. A truncation interrupted after its
-// commit point (truncate.go) is finished; a truncation marker that does
+// commit point (Log.finishTruncation) is finished; a truncation marker that does
 // not parse fails the Open (it is written atomically, so only damage
 // makes it so). opts.LogStartOffset is clamped to
 // [first segment base, log end offset]. Leader epochs come from
@@ -121,7 +121,7 @@ func openLog(dir string, opts Options, open opener) (*Log, error) {
 		base := o.LogStartOffset
 		if truncating {
 			// A truncation retired every segment and stopped before it
-			// created the one it starts the log with (truncate.go).
+			// created the one it starts the log with (Log.truncateFully).
 			base = trunc.target
 		}
 		s, err := l.recoverActiveSegment(base, true)

@@ -263,7 +263,7 @@ func (l *Log) recoverActiveSegment(base int64, create bool) (*segment, error) {
 // interrupted deletes and cleanings (and orphan swap and stray temporary
 // files) and returns the segment base offsets, sorted.
 func (l *Log) listDir() ([]int64, error) {
-	if err := l.completeSwaps(); err != nil { // cleaner_recover.go
+	if err := l.completeSwaps(); err != nil {
 		return nil, err
 	}
 	entries, err := os.ReadDir(l.dir)

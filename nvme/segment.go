@@ -44,11 +44,11 @@ type segment struct {
 	bytesSinceIdx int64
 	createdMs     int64 // when this process created or opened the segment
 	firstTs       int64 // maxTimestamp of the first batch; -1 when empty or unknown
-	preallocated  bool  // the .log was fallocated past size (prealloc.go)
+	preallocated  bool  // the .log was fallocated past size (Log.preallocate)
 	allocated     int64 // bytes of the .log fallocated while preallocated
 
 	// recent remembers the active segment's last appended batches
-	// (recent.go); nil on closed segments.
+	// (recentRing); nil on closed segments.
 	recent *recentRing
 }
 

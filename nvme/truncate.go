@@ -172,7 +172,7 @@ func (l *Log) readTruncationMarker() (truncationMarker, bool, error) {
 // log start offset down to the new end, as Kafka's min(target, logStart)
 // does.
 //
-// Crash safety: see the comment at the top of truncate.go; a kill at any
+// Crash safety: see the steps above truncationMarkerFile; a kill at any
 // moment leaves a directory that Open turns into the log as it was before
 // the call or as the call leaves it, never anything between.
 //
