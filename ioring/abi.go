@@ -3,7 +3,7 @@ package ioring
 // Kernel ABI of io_uring: constants and structure layouts from
 // include/uapi/linux/io_uring.h (io_uring_setup(2), io_uring_enter(2),
 // io_uring_register(2)). golang.org/x/sys/unix has the syscall numbers but
-// not these, so they are declared here with the kernel's values; abi_test.go
+// not these, so they are declared here with the kernel's values; TestABILayout
 // checks every structure size with unsafe.Sizeof. The layouts assume a
 // little-endian 64-bit machine (amd64, arm64), which is all ringbroker runs on.
 
@@ -310,7 +310,7 @@ type rsrcUpdate2 struct {
 	resv2  uint32
 }
 
-// Sizes the kernel expects; abi_test.go compares them with unsafe.Sizeof.
+// Sizes the kernel expects; TestABILayout compares them with unsafe.Sizeof.
 const (
 	sizeofSQE          = 64
 	sizeofCQE          = 16

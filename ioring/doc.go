@@ -7,10 +7,10 @@
 // uring (one io_uring ring per shard, NewRingShard, with a multishot
 // accept on the shard's SO_REUSEPORT listener, multishot recv from a
 // provided buffer ring, frames cut on the loop, and responses sent through
-// the ring with send/writev and splice; uring.go holds the engine and the
-// accept path, uring_recv.go, uring_send.go and uring_file.go a
-// connection's receive, send and file-part paths). The io.engine property
-// selects one.
+// the ring with send/writev and splice; NewUring makes the engine,
+// uringShard.onAccept is the accept path, and RingConn.armRecv,
+// RingConn.kick and RingConn.loadFileParts start a connection's receive,
+// send and file-part paths). The io.engine property selects one.
 //
 // Measured choices (2-vCPU VM, Linux 6.18, BenchmarkWake/BenchmarkShardPost):
 //   - Inbox wake-up: eventfd (a read armed on the ring, written by posters

@@ -143,7 +143,7 @@ type Ring struct {
 	tab   table
 	batch []CQE // reaped CQEs copied out so the CQ head advances once per batch
 
-	// WaitFor (waitfor.go): the CQEs it holds for the next Reap, the
+	// Ring.WaitFor: the CQEs it holds for the next Reap, the
 	// buffer they swap with while dispatched, and its own copy-out batch;
 	// the part of Reap's batch not yet dispatched (batch[batchNext:batchLen]).
 	held, heldSpare, urgentBatch []CQE

@@ -22,7 +22,7 @@ type Shard struct {
 	tasks    atomic.Uint64
 	busyNano atomic.Int64
 
-	// Set for a ring shard (NewRingShard); see shard_ring.go.
+	// Set for a ring shard (NewRingShard); see ringState.
 	rs *ringState
 }
 
@@ -128,7 +128,7 @@ func (s *Shard) loop(o ShardOptions) {
 
 // Post queues fn to run on the shard's loop. It must not be called after
 // Close. A ring shard's loop sleeping in io_uring_enter is woken through its
-// eventfd, written only when the loop said it sleeps (see shard_ring.go).
+// eventfd, written only when the loop said it sleeps (see ringState.wake).
 func (s *Shard) Post(fn func()) {
 	s.inbox <- fn
 	if s.rs != nil {

@@ -21,8 +21,7 @@ import (
 // sleeps (sleeping, swapped to false by the first poster), so a busy
 // loop costs posters nothing but the channel send. The alternative,
 // IORING_OP_MSG_RING, needs a ring on the sending side; BenchmarkWake
-// (wake_bench_test.go) measures both from ring to ring, and the figures are
-// in the package doc.
+// measures both from ring to ring, and the figures are in the package doc.
 
 // ringState is the ring side of a Shard. Fields below the atomics are
 // owned by the loop goroutine.
