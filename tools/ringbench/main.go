@@ -18,7 +18,7 @@
 //	ringbench --suite bench/suites/short.json --target ringbroker --target kfake --target nats
 //	ringbench --suite bench/suites/engines.json --rounds 3 --target ringbroker:io.engine=netpoll --target ringbroker:io.engine=uring
 //
-// Targets kfake and nats are peers (see peers.go) built from the separate Go
+// Targets kfake and nats are peers (see PeerBins and RunNATS) built from the separate Go
 // module bench/peers into --peers-bin; bench/run-short.sh builds them.
 //
 // Measurements: publish rate (records/s, MB/s of values, acked records sent

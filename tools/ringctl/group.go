@@ -106,7 +106,7 @@ func groupDescribe(e *env, args []string) error {
 		}
 		if err := l.Error(); err != nil {
 			if errors.Is(err, kerr.GroupIDNotFound) {
-				// Possibly a KIP-848 consumer group (group_848.go).
+				// Possibly a KIP-848 consumer group (describeConsumerGroup).
 				d, ok, cerr := describeConsumerGroup(ctx, e, name)
 				if cerr != nil {
 					return e.reqErr("describe group "+name, cerr)
@@ -115,7 +115,7 @@ func groupDescribe(e *env, args []string) error {
 					descs = append(descs, d)
 					continue
 				}
-				// Or a KIP-932 share group (group_share.go).
+				// Or a KIP-932 share group (describeShareGroup).
 				if d, ok, serr := describeShareGroup(ctx, e, name); serr != nil {
 					return e.reqErr("describe group "+name, serr)
 				} else if ok {

@@ -12,9 +12,10 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
-// The types below are the JSON shapes of ringbench's RunResult
-// (tools/ringbench/run.go, hist.go); ringbench reads natsbench's output
-// into its own RunResult, so the field names must stay the same.
+// The types below are the JSON shapes of ringbench's RunResult (its
+// Sample, CatchUp, ProcReport, Rate and LatencySummary, in package main of
+// tools/ringbench); ringbench reads natsbench's output into its own
+// RunResult, so the field names must stay the same.
 
 // Sample is one progress interval (about a second) of a run.
 type Sample struct {

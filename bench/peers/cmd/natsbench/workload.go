@@ -37,11 +37,12 @@ type SizeWeight struct {
 	Weight int `json:"weight"`
 }
 
-// Workload is the subset of ringbench's workload (tools/ringbench/workload.go)
-// that the NATS driver reads. ringbench validates the workload and fills its
-// defaults before handing it over, so no checks are repeated here. Fields
-// without a JetStream analog (linger, batch_max_bytes, max_inflight,
-// topic_configs) are ignored; see the package doc.
+// Workload is the subset of ringbench's Workload (package main of
+// tools/ringbench) that the NATS driver reads. ringbench validates the
+// workload and fills its defaults before handing it over, so no checks are
+// repeated here. Fields without a JetStream analog (linger,
+// batch_max_bytes, max_inflight, topic_configs) are ignored; see the
+// package doc.
 type Workload struct {
 	Name                    string       `json:"name"`
 	Topics                  int          `json:"topics"`
