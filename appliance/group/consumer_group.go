@@ -3,7 +3,7 @@ package group
 // This file is the consumer group protocol of KIP-848 ("next generation
 // rebalance protocol") as a Manager runs it on the shard of the group's
 // __consumer_offsets partition: members heartbeat (ConsumerGroupHeartbeat,
-// consumer_group_heartbeat.go) with their subscription and the partitions
+// handleConsumerGroupHeartbeat) with their subscription and the partitions
 // they own, and the coordinator answers with their assignment.
 //
 // The terms are the KIP's:
@@ -11,7 +11,7 @@ package group
 //   - group epoch: bumped whenever the membership, a subscription, the
 //     resolved metadata of the subscribed topics or the assignor changes;
 //   - target assignment: computed by the server-side assignor
-//     (assign.go) for the group epoch, which becomes the
+//     (computeAssignment) for the group epoch, which becomes the
 //     assignment epoch;
 //   - member epoch: the epoch of the target assignment a member has
 //     reconciled to. A member reconciles incrementally: partitions of its

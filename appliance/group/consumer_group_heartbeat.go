@@ -8,7 +8,7 @@ package group
 // that will come back). The answer carries the member id, the member epoch,
 // the heartbeat interval (group.consumer.heartbeat.interval.ms) and, on a
 // join, on a full heartbeat or when it changed, the member's assignment as
-// topic ids and partitions. The group state machine is consumer_group.go.
+// topic ids and partitions. The group state machine is Manager.consumerHeartbeat.
 //
 // Field checks, in Kafka's order (INVALID_REQUEST): a member id on v1
 // always, on v0 for epochs above 0 and -1 (a v0 join without one is named by

@@ -1,7 +1,7 @@
 package group
 
-// Tests of the KIP-848 consumer group state machine (consumer_group.go)
-// driven through Manager with the fake clock and log of group_test.go.
+// Tests of the KIP-848 consumer group state machine (Manager.consumerHeartbeat,
+// consumerGroup) driven through Manager with fakeGroupEnv's fake clock and log.
 
 import (
 	"crypto/rand"

@@ -7,9 +7,9 @@ package group
 // know is described as Dead with no error, as Kafka does before v6. v4+
 // carries group.instance.id. A KIP-848 consumer-protocol group is not a
 // classic group, nor is a KIP-932 share group: as Kafka 4 does, they are
-// answered GROUP_ID_NOT_FOUND with state Dead and no members (clients describe it with ConsumerGroupDescribe,
-// consumer_group_describe.go, and fall back to DescribeGroups on
-// GROUP_ID_NOT_FOUND from there); authorized operations are not computed (no
+// answered GROUP_ID_NOT_FOUND with state Dead and no members (clients
+// describe it with ConsumerGroupDescribe, handleConsumerGroupDescribe, and
+// fall back to DescribeGroups on GROUP_ID_NOT_FOUND from there); authorized operations are not computed (no
 // ACLs), so they stay at Kafka's "not requested" value.
 
 import (

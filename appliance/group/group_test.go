@@ -1,6 +1,6 @@
 package group
 
-// Script tests of the group state machine (state.go) with a fake
+// Script tests of the group state machine (Manager) with a fake
 // clock. Each file in testdata/ is a list of blocks:
 //
 //	command arg=value ...

@@ -1,11 +1,12 @@
 package group
 
-// What the group API handlers (join_group.go, sync_group.go, heartbeat.go,
-// leave_group.go, offset_commit.go, offset_fetch.go, offset_delete.go,
-// list_groups.go, describe_groups.go, delete_groups.go,
-// consumer_group_heartbeat.go, consumer_group_describe.go) share: each posts
-// its work to the group's coordinator shard (ask) and waits for the answer
-// off the shard.
+// What the group API handlers (handleJoinGroup, handleSyncGroup,
+// handleHeartbeat, handleLeaveGroup, handleOffsetCommit, handleOffsetFetch,
+// handleOffsetDelete, handleListGroups, handleDescribeGroups,
+// handleDeleteGroups, handleConsumerGroupHeartbeat,
+// handleConsumerGroupDescribe; Register puts them in the table) share: each
+// posts its work to the group's coordinator shard (ask) and waits for the
+// answer off the shard.
 
 import (
 	"net"

@@ -2,7 +2,7 @@ package group
 
 // JoinGroup (key 11), v0-v9.
 //
-// Classic group membership (state.go). v0 has no rebalance timeout
+// Classic group membership (Manager.join). v0 has no rebalance timeout
 // (the session timeout stands in); v4+ answers a first join without member
 // id with MEMBER_ID_REQUIRED and a member id to rejoin with (KIP-394),
 // which expires after the session timeout if unused; v5+ carries

@@ -13,7 +13,7 @@ package group
 // (any version): an unknown member answers UNKNOWN_MEMBER_ID, an epoch above
 // the member's STALE_MEMBER_EPOCH, and an older one STALE_MEMBER_EPOCH for
 // each partition the member did not already hold at that epoch (KIP-1251;
-// consumer_group.go cgCheckCommit).
+// group.cgCheckCommit).
 // Partitions of unknown topics answer UNKNOWN_TOPIC_OR_PARTITION, metadata
 // over offset.metadata.max.bytes OFFSET_METADATA_TOO_LARGE. v1's per
 // partition timestamp and v2-v4's retention_time set an explicit expiry.

@@ -7,7 +7,7 @@ package group
 // topic list (v2+) returns every committed partition. v8+ asks for several
 // groups at once (each answered by its own coordinator shard). v7+
 // require_stable answers UNSTABLE_OFFSET_COMMIT (offset -1) for a partition
-// while a transactional commit of it is pending (txn_offsets.go). v9 carries
+// while a transactional commit of it is pending (Manager.unstableOffset). v9 carries
 // the member id and member epoch of a KIP-848 consumer: when a member id is
 // given for a consumer-protocol group, an unknown member answers
 // UNKNOWN_MEMBER_ID and another epoch STALE_MEMBER_EPOCH (group level).

@@ -173,7 +173,7 @@ func (m *Manager) prepareCommit(a offsetCommitArgs, txn bool, done func([]*kerr.
 		g = m.newGroup(a.group)
 	}
 	// perItem checks each partition of a consumer group member's commit
-	// made with an older member epoch (groupState.cgCheckCommit).
+	// made with an older member epoch (group.cgCheckCommit).
 	var perItem func(topic string, partition int32) *kerr.Error
 	switch {
 	case g.state == groupDead:
@@ -245,7 +245,7 @@ type fetchedOffset struct {
 	offset      int64
 	leaderEpoch int32
 	metadata    string
-	err         *kerr.Error // UNSTABLE_OFFSET_COMMIT under require_stable (txn_offsets.go)
+	err         *kerr.Error // UNSTABLE_OFFSET_COMMIT under require_stable (Manager.unstableOffset)
 }
 
 // fetchOffsets answers an OffsetFetch for one group; topics nil means every
@@ -315,7 +315,7 @@ func (m *Manager) describe(groupID string) groupSummary {
 	}
 	if g.cg != nil {
 		// Not a classic group: Kafka answers GROUP_ID_NOT_FOUND and Dead
-		// (the describe_groups.go handler sets the error).
+		// (handleDescribeGroups sets the error).
 		return groupSummary{id: g.id, state: groupDead.String(), groupType: "consumer"}
 	}
 	s := groupSummary{id: g.id, state: g.state.String(), protocolType: g.protocolType}
@@ -657,7 +657,7 @@ func (m *Manager) LoadRecord(key, value []byte) error {
 			g.state = groupEmpty
 		}
 	case 3:
-		// ConsumerGroupMetadataKey (consumer_group.go): a KIP-848 group and
+		// ConsumerGroupMetadataKey (consumerGroupRecord): a KIP-848 group and
 		// its group epoch; a tombstone turns the group back into a classic
 		// one (DeleteGroups also writes the classic tombstone after it).
 		id, epoch, err := readConsumerGroupRecord(key, value)

@@ -10,7 +10,7 @@ package group
 // SyncGroup until the leader's assignment is stored) are callbacks, and every
 // timer (session expiry, rebalance timeout, initial rebalance delay, pending
 // member expiry, sync timeout) comes from Env.afterFunc, whose callback
-// runs on the same shard. Tests drive it with a fake clock (group_test.go).
+// runs on the same shard. Tests drive it with a fake clock (TestGroupScripts).
 
 import (
 	"bytes"
@@ -81,7 +81,7 @@ type Config struct {
 	retentionCheck        time.Duration // offsets.retention.check.interval.ms
 	maxMetadataBytes      int           // offset.metadata.max.bytes
 
-	// KIP-848 consumer groups (consumer_group.go).
+	// KIP-848 consumer groups (Manager.consumerHeartbeat).
 	consumerHeartbeatInterval time.Duration // group.consumer.heartbeat.interval.ms
 	consumerSessionTimeout    time.Duration // group.consumer.session.timeout.ms
 	consumerAssignors         []string      // group.consumer.assignors, the first is the default
@@ -217,7 +217,7 @@ type group struct {
 	offsets map[groupTP]groupOffset
 
 	// cg is set when the group uses the KIP-848 consumer protocol
-	// (consumer_group.go); the classic fields above are then unused.
+	// (Manager.toConsumerGroup); the classic fields above are then unused.
 	cg *consumerGroup
 }
 
@@ -347,7 +347,7 @@ type Manager struct {
 	seq       uint64
 	commitSeq uint64
 	// txnOffsets are transactional commits awaiting their marker, by
-	// producer id (txn_offsets.go).
+	// producer id (Manager.txnCommitOffsets).
 	txnOffsets map[int64][]txnPendingOffset
 	// image is the latest metadata image a ConsumerGroupHeartbeat brought;
 	// consumer group subscriptions are resolved against it.
