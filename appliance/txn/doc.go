@@ -1,19 +1,22 @@
 // Package txn owns the transaction coordinator (KIP-98, transaction
 // version 1) and the producer-id APIs: the per-__transaction_state-partition
-// Manager and its state machine (state.go), the TxnMetadataKey/Value
-// records it writes and replays, the Coordinator that places transactional
-// ids on partitions, loads them, completes what a restart left half done
-// and aborts timed-out transactions (coordinator.go), the producer-id block
-// allocator (ProducerIDs), the transaction settings (Config), and the
-// handlers of InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
-// TxnOffsetCommit, DescribeTransactions and ListTransactions (Register).
+// Manager and its state machine (txnMeta, driven by Manager.InitProducer,
+// Manager.AddPartitions and Manager.EndTxn), the TxnMetadataKey/Value
+// records it writes and replays, the Coordinator (Start) that places
+// transactional ids on partitions, loads them, completes what a restart
+// left half done and aborts timed-out transactions (Manager.CheckTimeouts),
+// the producer-id block allocator (ProducerIDs), the transaction settings
+// (Config), and the handlers of InitProducerId, AddPartitionsToTxn,
+// AddOffsetsToTxn, EndTxn, TxnOffsetCommit, DescribeTransactions and
+// ListTransactions (Register).
 //
 // It imports appliance/wire and nothing of appliance or of the other
 // concept packages. What it needs of the broker is declared here and
-// implemented by appliance (txn_coordinator.go, producer_ids.go): Broker
-// (the __transaction_state partitions as Logs, control markers written to
-// data partitions, producer-id blocks reserved through the controller, the
-// current image's partition counts) and Groups (the group coordinator's
+// implemented by appliance (its txnBroker, txnLog and txnGroups adapters,
+// and Broker.reserveProducerIDs): Broker (the __transaction_state
+// partitions as Logs, control markers written to data partitions,
+// producer-id blocks reserved through the controller, the current image's
+// partition counts) and Groups (the group coordinator's
 // side of AddOffsetsToTxn and TxnOffsetCommit). Transactional produce is
 // verified here (Coordinator.Produce); the produce path in appliance hands
 // its pending appends over as ProduceTargets.

@@ -3,7 +3,7 @@ package txn
 // EndTxn (key 26), v0-v5.
 //
 // Commits or aborts the producer's transaction (two-phase, see
-// state.go): PrepareCommit/PrepareAbort is written to
+// Manager.EndTxn): PrepareCommit/PrepareAbort is written to
 // __transaction_state, a COMMIT/ABORT marker is appended to every partition
 // of the transaction, then CompleteCommit/CompleteAbort is written; the
 // answer comes after that, so a read_committed consumer or an OffsetFetch

@@ -19,7 +19,7 @@ package txn
 // aborted first with a bumped epoch (fencing the old producer), as are
 // transactions that pass transaction.timeout.ms. After a restart Prepare*
 // states are completed at once and Ongoing ones time out.
-// Tests drive it with a fake clock (state_test.go, testdata/).
+// Tests drive it with a fake clock (TestTxnScripts, testdata/).
 
 import (
 	"math"

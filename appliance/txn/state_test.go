@@ -1,6 +1,6 @@
 package txn
 
-// Script tests of the transaction coordinator's state machine (state.go)
+// Script tests of the transaction coordinator's state machine (Manager)
 // with a fake clock, run by internal/scripttest: each file in testdata/ is
 // a list of blocks
 //

@@ -5,8 +5,8 @@ package txn
 // Sent to the group coordinator: the offsets are appended to the group's
 // __consumer_offsets partition as a transactional batch of the producer and
 // stay pending until the transaction's marker on that partition (see
-// appliance/group_txn.go): visible to OffsetFetch after a commit, dropped after an
-// abort. v3+ carries the member id, generation and instance id, checked as
+// group.Manager.TxnCommitOffsets and group.Manager.CompleteTxn): visible to
+// OffsetFetch after a commit, dropped after an abort. v3+ carries the member id, generation and instance id, checked as
 // OffsetCommit checks them (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
 // FENCED_INSTANCE_ID; for a KIP-848 consumer-protocol group the generation
 // is the member epoch, checked as OffsetCommit checks it: STALE_MEMBER_EPOCH); an old producer epoch answers INVALID_PRODUCER_EPOCH;
