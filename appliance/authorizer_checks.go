@@ -3,6 +3,10 @@ package appliance
 // The authorization checks of the request handlers, in one place, with the
 // operations Kafka's KafkaApis checks for each API. Each handler calls one
 // of these where Kafka checks; with the authorizer off each is one branch.
+// The handlers of concept packages ask wire.Request.Allowed themselves: the
+// topic, config and cluster admin APIs' checks (CreateTopics through
+// ListPartitionReassignments below) are appliance/metadata's
+// (createTopicAuthzErr, configResourceAuthzErr there).
 //
 //	Produce               WRITE on TRANSACTIONAL_ID (transactional), WRITE on TOPIC
 //	Fetch                 READ on TOPIC
