@@ -2,6 +2,7 @@ package appliance
 
 import (
 	"errors"
+	"github.com/ringbroker/ringbroker/appliance/metadata"
 	"io"
 	"log/slog"
 	"os"
@@ -153,8 +154,8 @@ func TestAdminAPIsRegistered(t *testing.T) {
 }
 
 func TestApplyListOp(t *testing.T) {
-	list, _ := topicConfigDefFor("cleanup.policy")
-	long, _ := topicConfigDefFor("retention.ms")
+	list, _ := configRegistry{}.TopicConfig("cleanup.policy")
+	long, _ := configRegistry{}.TopicConfig("retention.ms")
 	for _, tc := range []struct {
 		op       kmsg.IncrementalAlterConfigOp
 		cur, arg string
@@ -168,12 +169,12 @@ func TestApplyListOp(t *testing.T) {
 		{kmsg.IncrementalAlterConfigOpSubtract, "delete, compact", "compact,delete", ""},
 		{kmsg.IncrementalAlterConfigOpSubtract, "delete", "compact", "delete"},
 	} {
-		got, err := applyListOp(list, tc.op, tc.cur, tc.arg)
+		got, err := metadata.ApplyListOp(list, tc.op, tc.cur, tc.arg)
 		if err != nil || got != tc.want {
 			t.Errorf("op %d on %q with %q = %q, %v; want %q", tc.op, tc.cur, tc.arg, got, err, tc.want)
 		}
 	}
-	if _, err := applyListOp(long, kmsg.IncrementalAlterConfigOpAppend, "1", "2"); !errors.Is(err, kerr.InvalidConfig) {
+	if _, err := metadata.ApplyListOp(long, kmsg.IncrementalAlterConfigOpAppend, "1", "2"); !errors.Is(err, kerr.InvalidConfig) {
 		t.Errorf("APPEND to a long config: err %v, want INVALID_CONFIG", err)
 	}
 }
@@ -186,7 +187,7 @@ func TestIncrementalConfigChanges(t *testing.T) {
 		{Name: "segment.ms", Op: kmsg.IncrementalAlterConfigOpDelete},
 		{Name: "cleanup.policy", Op: kmsg.IncrementalAlterConfigOpAppend, Value: s("delete")},
 	}
-	got, err := incrementalConfigChanges(ops, eff)
+	got, err := metadata.IncrementalConfigChanges(configRegistry{}, ops, eff)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,41 +196,18 @@ func TestIncrementalConfigChanges(t *testing.T) {
 		t.Fatalf("changes %+v", got)
 	}
 	// Without an effective value the built-in default is the base.
-	got, err = incrementalConfigChanges([]kmsg.IncrementalAlterConfigsRequestResourceConfig{
+	got, err = metadata.IncrementalConfigChanges(configRegistry{}, []kmsg.IncrementalAlterConfigsRequestResourceConfig{
 		{Name: "cleanup.policy", Op: kmsg.IncrementalAlterConfigOpAppend, Value: s("compact")}}, nil)
 	if err != nil || *got[0].Value != "delete,compact" {
 		t.Fatalf("append to default: %+v, %v", got, err)
 	}
-	if _, err := incrementalConfigChanges([]kmsg.IncrementalAlterConfigsRequestResourceConfig{
+	if _, err := metadata.IncrementalConfigChanges(configRegistry{}, []kmsg.IncrementalAlterConfigsRequestResourceConfig{
 		{Name: "no.such", Op: kmsg.IncrementalAlterConfigOpAppend, Value: s("x")}}, eff); !errors.Is(err, kerr.InvalidConfig) {
 		t.Errorf("unknown config: %v", err)
 	}
-	if _, err := incrementalConfigChanges([]kmsg.IncrementalAlterConfigsRequestResourceConfig{
+	if _, err := metadata.IncrementalConfigChanges(configRegistry{}, []kmsg.IncrementalAlterConfigsRequestResourceConfig{
 		{Name: "retention.ms", Op: 7, Value: s("x")}}, eff); !errors.Is(err, kerr.InvalidRequest) {
 		t.Errorf("unknown op: %v", err)
-	}
-}
-
-func TestCheckConfigResource(t *testing.T) {
-	for _, tc := range []struct {
-		typ   kmsg.ConfigResourceType
-		name  string
-		keys  []string
-		nulls []string
-		want  *kerr.Error
-	}{
-		{kmsg.ConfigResourceTypeTopic, "t", []string{"a", "b"}, nil, nil},
-		{kmsg.ConfigResourceTypeTopic, "t", []string{"a", "a"}, nil, kerr.InvalidRequest},
-		{kmsg.ConfigResourceTypeTopic, "t", []string{"a"}, []string{"a"}, kerr.InvalidRequest},
-		{kmsg.ConfigResourceTypeTopic, "", nil, nil, kerr.InvalidRequest},
-		{kmsg.ConfigResourceTypeTopic, "bad/name", nil, nil, kerr.InvalidTopicException},
-		{kmsg.ConfigResourceTypeBroker, "1", nil, nil, kerr.InvalidRequest},
-		{kmsg.ConfigResourceTypeBrokerLogger, "1", nil, nil, kerr.InvalidRequest},
-	} {
-		err := checkConfigResource(tc.typ, tc.name, tc.keys, tc.nulls)
-		if (tc.want == nil) != (err == nil) || (tc.want != nil && !errors.Is(err, tc.want)) {
-			t.Errorf("%d %q %v %v: err %v, want %v", tc.typ, tc.name, tc.keys, tc.nulls, err, tc.want)
-		}
 	}
 }
 
@@ -260,7 +238,7 @@ func TestDescribeTopicConfigsSources(t *testing.T) {
 		t.Fatal(err)
 	}
 	overrides := map[string]string{"cleanup.policy": "delete", "segment.bytes": "1000"}
-	cs := describeTopicConfigs(cfg.TopicDefaults, cfg.Props, overrides, nil, true)
+	cs := metadata.DescribeTopicConfigs(configRegistry{}, cfg.TopicDefaults, cfg.Props, overrides, nil, true)
 	if len(cs) != len(topicConfigDefs) {
 		t.Fatalf("%d configs, want %d", len(cs), len(topicConfigDefs))
 	}
@@ -302,16 +280,16 @@ func TestDescribeTopicConfigsSources(t *testing.T) {
 	}
 
 	// Filtering, and no synonyms unless asked.
-	cs = describeTopicConfigs(cfg.TopicDefaults, cfg.Props, overrides, []string{"retention.ms", "no.such"}, false)
+	cs = metadata.DescribeTopicConfigs(configRegistry{}, cfg.TopicDefaults, cfg.Props, overrides, []string{"retention.ms", "no.such"}, false)
 	if len(cs) != 1 || cs[0].Name != "retention.ms" || cs[0].ConfigSynonyms != nil {
 		t.Fatalf("filtered: %+v", cs)
 	}
 	// Empty config_names asks for all.
-	if cs = describeTopicConfigs(cfg.TopicDefaults, cfg.Props, nil, []string{}, false); len(cs) != len(topicConfigDefs) {
+	if cs = metadata.DescribeTopicConfigs(configRegistry{}, cfg.TopicDefaults, cfg.Props, nil, []string{}, false); len(cs) != len(topicConfigDefs) {
 		t.Fatalf("empty filter: %d configs", len(cs))
 	}
 	// A Config built without properties falls back to the built-in defaults.
-	if cs = describeTopicConfigs(nil, nil, nil, []string{"retention.ms"}, false); *cs[0].Value != "604800000" {
+	if cs = metadata.DescribeTopicConfigs(configRegistry{}, nil, nil, nil, []string{"retention.ms"}, false); *cs[0].Value != "604800000" {
 		t.Fatalf("no defaults: %v", *cs[0].Value)
 	}
 }
@@ -321,7 +299,7 @@ func TestDescribeBrokerConfigs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := describeBrokerConfigs(cfg.Props, nil, nil, nil, true)
+	cs := metadata.DescribeBrokerConfigs(configRegistry{}, cfg.Props, nil, nil, nil, true)
 	if c := findConfig(cs, "node.id"); c == nil || *c.Value != "3" || c.Source != kmsg.ConfigSourceStaticBrokerConfig || !c.ReadOnly ||
 		c.ConfigType != kmsg.ConfigTypeInt || synonymsString(c) != "STATIC_BROKER_CONFIG:node.id=3,DEFAULT_CONFIG:node.id=1" {
 		t.Errorf("node.id: %+v", c)
@@ -338,12 +316,12 @@ func TestDescribeBrokerConfigs(t *testing.T) {
 		t.Errorf("log.retention.check.interval.ms: %+v", c)
 	}
 	// Dynamic configs take precedence; the cluster-wide form lists only them.
-	cs = describeBrokerConfigs(cfg.Props, map[string]string{"num.partitions": "4"}, map[string]string{"num.partitions": "5"}, []string{"num.partitions"}, true)
+	cs = metadata.DescribeBrokerConfigs(configRegistry{}, cfg.Props, map[string]string{"num.partitions": "4"}, map[string]string{"num.partitions": "5"}, []string{"num.partitions"}, true)
 	if len(cs) != 1 || *cs[0].Value != "5" || synonymsString(&cs[0]) !=
 		"DYNAMIC_BROKER_CONFIG:num.partitions=5,DYNAMIC_DEFAULT_BROKER_CONFIG:num.partitions=4,DEFAULT_CONFIG:num.partitions=1" {
 		t.Errorf("dynamic: %+v", cs)
 	}
-	if cs = describeBrokerConfigs(nil, nil, nil, nil, true); len(cs) != 0 {
+	if cs = metadata.DescribeBrokerConfigs(configRegistry{}, nil, nil, nil, nil, true); len(cs) != 0 {
 		t.Errorf("cluster-wide defaults: %+v", cs)
 	}
 }
@@ -565,7 +543,7 @@ func TestDescribeClusterHandler(t *testing.T) {
 			t.Errorf("v%d: %+v", v, resp)
 		}
 		req.IncludeClusterAuthorizedOperations = true
-		if resp = adminRun(t, b, req, v).(*kmsg.DescribeClusterResponse); resp.ClusterAuthorizedOperations != clusterAuthorizedOps {
+		if resp = adminRun(t, b, req, v).(*kmsg.DescribeClusterResponse); resp.ClusterAuthorizedOperations != metadata.ClusterAuthorizedOps {
 			t.Errorf("v%d: authorized ops %d", v, resp.ClusterAuthorizedOperations)
 		}
 	}

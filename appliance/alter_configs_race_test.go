@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -29,8 +31,17 @@ func TestIncrementalAlterConfigsConcurrentListOps(t *testing.T) {
 		rr.Configs = append(rr.Configs, c)
 		return rr
 	}
+	// alter runs one resource through the registered handler, as the
+	// connection would, and returns its error.
+	alter := func(rr kmsg.IncrementalAlterConfigsRequestResource) error {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		req.Resources = append(req.Resources, rr)
+		api, _ := b.front.apis.Lookup(req.Key())
+		resp := api.Handle(&wire.Request{Key: req.Key(), Version: 1, Req: req}).(wire.Deferred)().(*kmsg.IncrementalAlterConfigsResponse)
+		return kerr.ErrorForCode(resp.Resources[0].ErrorCode)
+	}
 	for round := 0; round < 5; round++ {
-		if err := b.incrementalAlterResource(op(kmsg.IncrementalAlterConfigOpSet, "delete,compact"), false); err != nil {
+		if err := alter(op(kmsg.IncrementalAlterConfigOpSet, "delete,compact")); err != nil {
 			t.Fatal(err)
 		}
 		var wg sync.WaitGroup
@@ -40,7 +51,7 @@ func TestIncrementalAlterConfigsConcurrentListOps(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs[i] = b.incrementalAlterResource(op(kmsg.IncrementalAlterConfigOpSubtract, v), false)
+				errs[i] = alter(op(kmsg.IncrementalAlterConfigOpSubtract, v))
 			}()
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -2,6 +2,7 @@ package appliance
 
 import (
 	"github.com/ringbroker/ringbroker/appliance/group"
+	"github.com/ringbroker/ringbroker/appliance/metadata"
 	"github.com/ringbroker/ringbroker/appliance/quota"
 	"github.com/ringbroker/ringbroker/appliance/security"
 	"github.com/ringbroker/ringbroker/appliance/txn"
@@ -45,9 +46,7 @@ func newAPITable(b *Broker) *wire.Table {
 		// Produce and fetch.
 		produceAPI, fetchAPI, listOffsetsAPI, offsetForLeaderEpochAPI, deleteRecordsAPI,
 		// Metadata, topics, configs, the cluster.
-		apiVersionsAPI, metadataAPI, describeClusterAPI, createTopicsAPI, deleteTopicsAPI, createPartitionsAPI,
-		describeConfigsAPI, alterConfigsAPI, incrementalAlterConfigsAPI, describeLogDirsAPI,
-		electLeadersAPI, alterPartitionReassignmentsAPI, listPartitionReassignmentsAPI, describeProducersAPI,
+		apiVersionsAPI, metadataAPI, describeLogDirsAPI, describeProducersAPI,
 		// Coordinators of groups and transactions.
 		findCoordinatorAPI,
 		// Share groups (KIP-932).
@@ -65,5 +64,7 @@ func newAPITable(b *Broker) *wire.Table {
 	security.Register(t, securityBroker{b}, b.authz, b.log)
 	// Classic and KIP-848 groups.
 	group.Register(t, groupBroker{b})
+	// Topics, configs, the cluster: the controller's admin APIs.
+	metadata.Register(t, ctlHost{b: b})
 	return t
 }

@@ -3,6 +3,10 @@ package appliance
 // The authorization checks of the request handlers, in one place, with the
 // operations Kafka's KafkaApis checks for each API. Each handler calls one
 // of these where Kafka checks; with the authorizer off each is one branch.
+// The handlers of concept packages ask wire.Request.Allowed themselves: the
+// topic, config and cluster admin APIs' checks (CreateTopics through
+// ListPartitionReassignments below) are appliance/metadata's
+// (createTopicAuthzErr, configResourceAuthzErr there).
 //
 //	Produce               WRITE on TRANSACTIONAL_ID (transactional), WRITE on TOPIC
 //	Fetch                 READ on TOPIC
@@ -74,14 +78,6 @@ func errTopicAuthz(op kmsg.ACLOperation, topic string) error {
 	return fmt.Errorf("%w: the principal is not allowed %s on topic %q", kerr.TopicAuthorizationFailed, op, topic)
 }
 
-// topicAuthzErr returns errTopicAuthz when the principal lacks op on topic.
-func (b *Broker) topicAuthzErr(r *wire.Request, op kmsg.ACLOperation, topic string) error {
-	if b.topicDenied(r, op, topic) {
-		return errTopicAuthz(op, topic)
-	}
-	return nil
-}
-
 // createTopicAuthzErr is CreateTopics' and auto-creation's check: CREATE on
 // the cluster or on the topic.
 func (b *Broker) createTopicAuthzErr(r *wire.Request, topic string) error {
@@ -89,39 +85,6 @@ func (b *Broker) createTopicAuthzErr(r *wire.Request, topic string) error {
 		return nil
 	}
 	return errTopicAuthz(kmsg.ACLOperationCreate, topic)
-}
-
-// deleteTopicAuthzErr checks DELETE on a topic named by name or id (an
-// unknown id is left to the deletion to answer).
-func (b *Broker) deleteTopicAuthzErr(r *wire.Request, name *string, id TopicID) error {
-	if b.authz == nil {
-		return nil
-	}
-	n := ""
-	if name != nil {
-		n = *name
-	} else if t := b.currentImage().TopicsByID[id]; t != nil {
-		n = t.Name
-	} else {
-		return nil
-	}
-	return b.topicAuthzErr(r, kmsg.ACLOperationDelete, n)
-}
-
-// configResourceAuthzErr checks op (DESCRIBE_CONFIGS or ALTER_CONFIGS) on a
-// config resource: the topic, or the cluster for brokers (and broker
-// loggers), failing with TOPIC_ or CLUSTER_AUTHORIZATION_FAILED.
-func (b *Broker) configResourceAuthzErr(r *wire.Request, op kmsg.ACLOperation, rt kmsg.ConfigResourceType, name string) error {
-	if b.authz == nil {
-		return nil
-	}
-	if rt == kmsg.ConfigResourceTypeTopic {
-		return b.topicAuthzErr(r, op, name)
-	}
-	if !b.authorizeCluster(r, op) {
-		return fmt.Errorf("%w: the principal is not allowed %s on the cluster", kerr.ClusterAuthorizationFailed, op)
-	}
-	return nil
 }
 
 // metadataTopicDenied reports whether a Metadata request's named topic
@@ -185,20 +148,4 @@ func offsetFetchGroupDenied(req *kmsg.OffsetFetchRequest, resp *kmsg.OffsetFetch
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp
-}
-
-// clusterAuthorizedOps is DescribeCluster's cluster_authorized_operations:
-// every CLUSTER operation without an authorizer, else the bits of those the
-// principal is allowed (Kafka's authorizedOperations).
-func (b *Broker) clusterAuthorizedOps(r *wire.Request) int32 {
-	if b.authz == nil {
-		return clusterAuthorizedOps
-	}
-	var bits int32
-	for op := kmsg.ACLOperation(0); op <= aclOpMaxCode; op++ {
-		if clusterAuthorizedOps&(1<<op) != 0 && b.authorizeCluster(r, op) {
-			bits |= 1 << op
-		}
-	}
-	return bits
 }

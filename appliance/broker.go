@@ -171,7 +171,7 @@ func (b *Broker) Start() (err error) {
 		// Whatever ran out of descriptors (a partition, a shard's
 		// listener, a coordinator), the error says what to raise.
 		if err != nil && (errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)) && !strings.Contains(err.Error(), "ulimit -n") {
-			err = fmt.Errorf("%w; %s", err, descriptorHint())
+			err = fmt.Errorf("%w; %s", err, metadata.DescriptorHint())
 		}
 	}()
 	b.life.startedAt = time.Now()

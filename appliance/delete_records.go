@@ -24,6 +24,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/metadata"
 	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -53,7 +54,7 @@ func handleDeleteRecords(b *Broker, r *wire.Request) any {
 			rt := kmsg.NewDeleteRecordsResponseTopic()
 			rt.Topic = t.Topic
 			topic := im.Topics[t.Topic]
-			deletable := topic != nil && slices.Contains(splitConfigList(b.effectiveTopicConfigs(topic)["cleanup.policy"]), "delete")
+			deletable := topic != nil && slices.Contains(metadata.SplitConfigList(b.effectiveTopicConfigs(topic)["cleanup.policy"]), "delete")
 			for pi, p := range t.Partitions {
 				rp := kmsg.NewDeleteRecordsResponseTopicPartition()
 				rp.Partition = p.Partition

@@ -252,3 +252,18 @@ func (lm *logManager) dropPartitions(t *TopicImage) {
 	}
 	wg.Wait()
 }
+
+// maxFileNameBytes is the longest file name Linux file systems take
+// (NAME_MAX).
+const maxFileNameBytes = 255
+
+// deletedPartitionDirName is "<topic>-<p>.<id>-delete", with the topic cut
+// short when the whole would exceed NAME_MAX (a 249-byte topic name fits a
+// live directory but not the suffix), as Kafka does.
+func deletedPartitionDirName(topic string, partition int32, id TopicID) string {
+	suffix := fmt.Sprintf("-%d.%s-delete", partition, id.String())
+	if len(topic)+len(suffix) > maxFileNameBytes {
+		topic = topic[:maxFileNameBytes-len(suffix)]
+	}
+	return topic + suffix
+}

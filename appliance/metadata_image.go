@@ -3,13 +3,7 @@ package appliance
 // The metadata image and its records are appliance/metadata's; the names
 // below are the ones the rest of appliance uses for them.
 
-import (
-	"errors"
-	"fmt"
-
-	"github.com/ringbroker/ringbroker/appliance/metadata"
-	"github.com/twmb/franz-go/pkg/kerr"
-)
+import "github.com/ringbroker/ringbroker/appliance/metadata"
 
 // metadataTopic is the metadata log's topic name.
 const metadataTopic = metadata.Topic
@@ -47,8 +41,5 @@ func emptyImage() *Image { return metadata.NewImage(imageChecks{}) }
 // KAFKA_STORAGE_ERROR when the metadata log's storage failed, else
 // UNKNOWN_SERVER_ERROR.
 func commitErr(err error) error {
-	if errors.Is(err, metadata.ErrStorage) {
-		return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
-	}
-	return fmt.Errorf("%w: %v", kerr.UnknownServerError, err)
+	return metadata.CommitError(err)
 }

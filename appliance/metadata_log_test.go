@@ -36,7 +36,7 @@ func TestAddedPartitionThatCannotOpenIsOffline(t *testing.T) {
 	if err := os.WriteFile(b.partitionDir("grow", 2), []byte("in the way"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := b.createPartitions("grow", 3, false)
+	err := b.controller().CreatePartitions("grow", 3, false)
 	if !errors.Is(err, kerr.KafkaStorageError) {
 		t.Fatalf("add partitions with one that cannot open: %v, want KAFKA_STORAGE_ERROR", err)
 	}

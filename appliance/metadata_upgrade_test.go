@@ -212,10 +212,10 @@ func TestRestartPlacesEvenly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := b.deleteTopic("t1", TopicID{}); err != nil {
+	if _, err := b.controller().DeleteTopic("t1", TopicID{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.createPartitions("t0", 7, false); err != nil {
+	if err := b.controller().CreatePartitions("t0", 7, false); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.createTopic(TopicSpec{Name: "t4", Partitions: 3, ReplicationFactor: 1}, false); err != nil {

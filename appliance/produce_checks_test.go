@@ -2,13 +2,10 @@ package appliance
 
 import (
 	"encoding/binary"
-	"errors"
 	"strings"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"golang.org/x/sys/unix"
 )
 
 func TestClientBatchViolation(t *testing.T) {
@@ -51,48 +48,5 @@ func TestClientBatchViolation(t *testing.T) {
 		lying := two(plain, plain)
 		binary.BigEndian.PutUint32(lying[at:], 1<<30)
 		_ = clientBatchViolation(lying, false)
-	}
-}
-
-func TestCheckPartitionBudget(t *testing.T) {
-	var old unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &old); err != nil {
-		t.Skip(err)
-	}
-	if old.Cur < 4096 {
-		t.Skipf("RLIMIT_NOFILE %d too low to test", old.Cur)
-	}
-	lowered := old
-	lowered.Cur = 4096
-	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &lowered); err != nil {
-		t.Skip(err)
-	}
-	defer unix.Setrlimit(unix.RLIMIT_NOFILE, &old)
-	b := &Broker{}
-	im := emptyImage()
-	if err := b.checkPartitionBudget(im, 900); err != nil { // 900*3+1024 = 3724 <= 4096
-		t.Fatalf("900 partitions refused: %v", err)
-	}
-	err := b.checkPartitionBudget(im, 1100) // 4324 > 4096
-	if !errors.Is(err, kerr.PolicyViolation) {
-		t.Fatalf("1100 partitions: %v, want POLICY_VIOLATION", err)
-	}
-	// Descriptors held now (closed segments' .log files, connections)
-	// count: with 400 more open, the 900 no longer fit.
-	var held []int
-	defer func() {
-		for _, fd := range held {
-			unix.Close(fd)
-		}
-	}()
-	for range 400 {
-		fd, err := unix.Dup(0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, fd)
-	}
-	if err := b.checkPartitionBudget(im, 900); !errors.Is(err, kerr.PolicyViolation) {
-		t.Fatalf("900 partitions with 400 more descriptors open: %v, want POLICY_VIOLATION", err)
 	}
 }

@@ -1,7 +1,7 @@
 package appliance
 
 // The metadata publisher. A change reaches this node as committed records:
-// proposed by this node's controller (controller.go), replayed from the
+// proposed by this node's controller (metadata.Controller), replayed from the
 // metadata log at start (appliance/metadata/log.go), or, once the quorum exists,
 // replicated from its leader. Whatever the source, the records are applied
 // to the image in force (Image.Apply, values only), and the new image is

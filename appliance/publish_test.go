@@ -2,6 +2,7 @@ package appliance
 
 import (
 	"fmt"
+	"github.com/ringbroker/ringbroker/appliance/metadata"
 	"maps"
 	"os"
 	"slices"
@@ -57,13 +58,13 @@ func TestReplayedRecordsDrivePartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := "1234000"
-	if err := a.alterTopicConfigs("a", []ConfigChange{{Key: "retention.ms", Value: &v}}, false, false); err != nil {
+	if err := a.controller().AlterTopicConfigs("a", []metadata.ConfigChange{{Key: "retention.ms", Value: &v}}, false, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.createPartitions("b", 4, false); err != nil {
+	if err := a.controller().CreatePartitions("b", 4, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.deleteTopic("a", TopicID{}); err != nil {
+	if _, err := a.controller().DeleteTopic("a", TopicID{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.createTopic(TopicSpec{Name: "a", Partitions: 1, ReplicationFactor: 1}, false); err != nil {

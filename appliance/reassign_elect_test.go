@@ -3,7 +3,6 @@ package appliance
 import (
 	"testing"
 
-	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -75,42 +74,5 @@ func TestPartitionReassignmentHandlers(t *testing.T) {
 	list.Topics = append(list.Topics, lt)
 	if resp := adminRun(t, b, list, 0).(*kmsg.ListPartitionReassignmentsResponse); resp.ErrorCode != 0 || len(resp.Topics) != 0 {
 		t.Errorf("list: error %d, %d topics; want 0, none in progress", resp.ErrorCode, len(resp.Topics))
-	}
-}
-
-func TestManualAssignmentPartitions(t *testing.T) {
-	as := func(ps ...int32) []kmsg.CreateTopicsRequestTopicReplicaAssignment {
-		var out []kmsg.CreateTopicsRequestTopicReplicaAssignment
-		for _, p := range ps {
-			out = append(out, kmsg.CreateTopicsRequestTopicReplicaAssignment{Partition: p, Replicas: []int32{1}})
-		}
-		return out
-	}
-	two := as(0)
-	two[0].Replicas = []int32{1, 2}
-	for _, c := range []struct {
-		name  string
-		as    []kmsg.CreateTopicsRequestTopicReplicaAssignment
-		parts int32
-		rf    int16
-		want  int32
-		err   *kerr.Error
-	}{
-		{"three in order", as(0, 1, 2), -1, -1, 3, nil},
-		{"out of order", as(1, 0), -1, -1, 2, nil},
-		{"gap", as(0, 2), -1, -1, 0, kerr.InvalidReplicaAssignment},
-		{"duplicate", as(0, 0), -1, -1, 0, kerr.InvalidReplicaAssignment},
-		{"two replicas", two, -1, -1, 0, kerr.InvalidReplicaAssignment},
-		{"with count", as(0), 1, -1, 0, kerr.InvalidRequest},
-		{"with rf", as(0), -1, 1, 0, kerr.InvalidRequest},
-	} {
-		n, err := manualAssignmentPartitions(c.as, c.parts, c.rf, 1)
-		var want int16
-		if c.err != nil {
-			want = c.err.Code
-		}
-		if n != c.want || wire.ErrCode(err) != want {
-			t.Errorf("%s: got %d, %v; want %d, %v", c.name, n, err, c.want, c.err)
-		}
 	}
 }

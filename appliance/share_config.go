@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -171,7 +172,7 @@ func (b *Broker) alterGroupConfigs(group string, ops []kmsg.IncrementalAlterConf
 			}
 			recs = append(recs, MetadataRecord{Config: &ConfigRecord{ResourceType: 32, Name: group, Key: c.Name}})
 		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
-			return fmt.Errorf("%w: cannot %s to key %s because its type is not LIST", kerr.InvalidConfig, listOpName(c.Op), c.Name)
+			return fmt.Errorf("%w: cannot %s to key %s because its type is not LIST", kerr.InvalidConfig, metadata.ListOpName(c.Op), c.Name)
 		default:
 			return fmt.Errorf("%w: unknown operation %d for config %q", kerr.InvalidRequest, c.Op, c.Name)
 		}

@@ -1,9 +1,9 @@
 package metadata
 
 // The controller's decisions that need no node: the records a change is
-// made of, and checks against an image. The controller (appliance) adds
-// what needs the node (config defaults, the partition budget, directories)
-// and commits under its mutex.
+// made of, and checks against an image. Controller adds what needs the
+// node (config defaults, directories) through its Host and commits under
+// the Host's lock.
 
 // CreateTopicRecords returns the records that create topic name with id:
 // the topic, partitions [0, partitions) with node as their only replica,

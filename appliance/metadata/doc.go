@@ -7,14 +7,22 @@
 //     mechanism) and Image.Apply, which turns committed Records into the
 //     next image;
 //   - the Record structs and their conversion to and from cluster/records'
-//     binary records (records.go), and ImageRecords, the records that
-//     rebuild an image;
+//     binary records (ToBinary, Converter), and ImageRecords, the records
+//     that rebuild an image;
 //   - the __cluster_metadata Log: commit (append, fdatasync, apply), replay
-//     at open, repair after a failed write and the deferred undo (log.go),
-//     snapshots of the image beside it (snapshot.go) and the one-time
-//     upgrade of a log of JSON records (upgrade.go);
+//     at open, repair after a failed write and the deferred undo (Log),
+//     snapshots of the image beside it (writeSnapshot,
+//     Log.loadLatestSnapshot) and the one-time upgrade of a log of JSON
+//     records (Log.upgradeMetadataLog);
 //   - the Delta between two images and the Publisher that hands it to the
-//     node's Listeners (publish.go).
+//     node's Listeners (Publisher.Publish);
+//   - the Controller, which turns an admin request into records, commits
+//     them through its Host and has the Host publish the next image (the
+//     listeners, not the Controller, open partitions), and the admin APIs
+//     over it that Register adds to a wire.Table: CreateTopics,
+//     DeleteTopics, CreatePartitions, DescribeConfigs, AlterConfigs,
+//     IncrementalAlterConfigs, ElectLeaders, AlterPartitionReassignments,
+//     ListPartitionReassignments, DescribeCluster.
 //
 // It imports cluster/records, appliance/wire, nvme, ioring and numa only,
 // never appliance nor another concept package (docs/architecture.md, held
@@ -26,8 +34,13 @@
 // values (the authorizer's ACL set, the quota table) builds it from the
 // image in appliance's glue.
 //
+// What the Controller and the handlers need of the node (the controller
+// mutex, commit and publish, the settings, the topic config registry,
+// partition directories, group configs) is the Host interface; appliance's
+// ctlHost implements it. Authorization goes through wire.Request.Allowed.
+//
 // Serialisation: the controller mutex stays in appliance (the Broker's
-// ctrlMu). Log is not safe for concurrent use: every Commit, and every
+// ctl.mu, which the Controller takes through Host.Lock). Log is not safe for concurrent use: every Commit, and every
 // Publisher.Publish, runs under that mutex (or before the node serves), so
 // listeners see deltas one at a time, in log order. Images, their values
 // and Deltas are immutable and safe to share once built; Log.Offline may be

@@ -1,9 +1,9 @@
-package appliance
+package metadata
 
 // DescribeConfigs (key 32), v0-v4.
 //
 // Topic resources (type 2) list every topic config we accept
-// (topicConfigDefs, sorted by name) with its effective value. The source
+// (Configs.TopicConfigNames) with its effective value. The source
 // (v1+) is DYNAMIC_TOPIC_CONFIG (1) for a topic override,
 // STATIC_BROKER_CONFIG (4) when server.properties set one of the broker
 // properties behind the config (log.retention.ms, log.retention.minutes,
@@ -23,7 +23,7 @@ package appliance
 // broker id or a name that is not a number answers INVALID_REQUEST (42), as
 // does any other resource type.
 //
-// Group resources (type 32) list the group configs (share_config.go) with
+// Group resources (type 32) list the group configs (Host.DescribeGroupConfigs) with
 // their effective values, for any group id.
 //
 // config_names filters the entries; null or empty asks for all, an unknown
@@ -41,12 +41,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var describeConfigsAPI = apiDef{key: 32, min: 0, max: 4, handle: handleDescribeConfigs}
+func (h *handlers) describeConfigsAPI() wire.API {
+	return wire.API{Key: 32, Min: 0, Max: 4, Handle: h.handleDescribeConfigs}
+}
 
-func handleDescribeConfigs(b *Broker, r *wire.Request) any {
+func (h *handlers) handleDescribeConfigs(r *wire.Request) any {
 	req := r.Req.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
-	im := b.currentImage()
+	im := h.h.Image()
 	synonyms := r.Version >= 1 && req.IncludeSynonyms
 	for _, rr := range req.Resources {
 		res := kmsg.NewDescribeConfigsResponseResource()
@@ -56,14 +58,14 @@ func handleDescribeConfigs(b *Broker, r *wire.Request) any {
 			res.ErrorCode = wire.ErrCode(err)
 			res.ErrorMessage = wire.ErrMessage(err)
 		}
-		if err := b.configResourceAuthzErr(r, kmsg.ACLOperationDescribeConfigs, rr.ResourceType, rr.ResourceName); err != nil {
+		if err := configResourceAuthzErr(r, kmsg.ACLOperationDescribeConfigs, rr.ResourceType, rr.ResourceName); err != nil {
 			fail(err)
 			resp.Resources = append(resp.Resources, res)
 			continue
 		}
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
-			if err := validTopicName(rr.ResourceName); err != nil {
+			if err := ValidTopicName(rr.ResourceName); err != nil {
 				fail(err)
 				break
 			}
@@ -72,19 +74,20 @@ func handleDescribeConfigs(b *Broker, r *wire.Request) any {
 				fail(fmt.Errorf("%w: topic %q does not exist", kerr.UnknownTopicOrPartition, rr.ResourceName))
 				break
 			}
-			res.Configs = describeTopicConfigs(b.cfg.TopicDefaults, b.cfg.Props, t.Configs, rr.ConfigNames, synonyms)
+			set := h.h.Settings()
+			res.Configs = DescribeTopicConfigs(h.h, set.TopicDefaults, set.Props, t.Configs, rr.ConfigNames, synonyms)
 		case kmsg.ConfigResourceTypeBroker:
 			if rr.ResourceName == "" {
-				res.Configs = describeBrokerConfigs(nil, im.Brokers[""], nil, rr.ConfigNames, synonyms)
+				res.Configs = DescribeBrokerConfigs(h.h, nil, im.Brokers[""], nil, rr.ConfigNames, synonyms)
 				break
 			}
-			if err := checkBrokerResourceName(rr.ResourceName, b.cfg.NodeID); err != nil {
+			if err := checkBrokerResourceName(rr.ResourceName, h.h.Settings().NodeID); err != nil {
 				fail(err)
 				break
 			}
-			res.Configs = describeBrokerConfigs(b.cfg.Props, im.Brokers[""], im.Brokers[rr.ResourceName], rr.ConfigNames, synonyms)
-		case kmsg.ConfigResourceTypeGroupConfig: // share_config.go
-			res.Configs = b.describeGroupConfigs(im, rr.ResourceName, rr.ConfigNames, synonyms)
+			res.Configs = DescribeBrokerConfigs(h.h, h.h.Settings().Props, im.Brokers[""], im.Brokers[rr.ResourceName], rr.ConfigNames, synonyms)
+		case kmsg.ConfigResourceTypeGroupConfig:
+			res.Configs = h.h.DescribeGroupConfigs(im, rr.ResourceName, rr.ConfigNames, synonyms)
 		default:
 			fail(fmt.Errorf("%w: resource type %d is not supported (2 topic, 4 broker, 32 group)", kerr.InvalidRequest, rr.ResourceType))
 		}
@@ -105,61 +108,40 @@ func checkBrokerResourceName(name string, nodeID int32) error {
 	return nil
 }
 
-// configKindType maps a topicConfigDef kind to Kafka's ConfigType.
-func configKindType(kind string) kmsg.ConfigType {
-	switch kind {
-	case "boolean":
-		return kmsg.ConfigTypeBoolean
-	case "string":
-		return kmsg.ConfigTypeString
-	case "int":
-		return kmsg.ConfigTypeInt
-	case "long":
-		return kmsg.ConfigTypeLong
-	case "double":
-		return kmsg.ConfigTypeDouble
-	case "list":
-		return kmsg.ConfigTypeList
-	case "class":
-		return kmsg.ConfigTypeClass
-	}
-	return kmsg.ConfigTypeUnknown
-}
-
 // topicBrokerSynonyms are the broker properties that set a topic config's
 // default, highest precedence first (Kafka's ALL_TOPIC_CONFIG_SYNONYMS,
 // limited to the ones ConfigFromProperties reads).
-func topicBrokerSynonyms(d topicConfigDef) []string {
-	switch d.name {
+func topicBrokerSynonyms(d TopicConfigDef) []string {
+	switch d.Name {
 	case "retention.ms":
 		return []string{"log.retention.ms", "log.retention.minutes", "log.retention.hours"}
 	case "segment.ms":
 		return []string{"log.roll.ms", "log.roll.hours"}
 	}
-	return []string{d.brokerProp}
+	return []string{d.BrokerProp}
 }
 
 // topicDefaultSynonym is the broker property that holds Kafka's built-in
 // default of a topic config, and that default in the property's unit.
-func topicDefaultSynonym(d topicConfigDef) (name, value string) {
-	switch d.name {
+func topicDefaultSynonym(d TopicConfigDef) (name, value string) {
+	switch d.Name {
 	case "retention.ms":
 		return "log.retention.hours", "168"
 	case "segment.ms":
 		return "log.roll.hours", "168"
 	}
-	return d.brokerProp, d.def
+	return d.BrokerProp, d.Default
 }
 
 // explicitBrokerProp returns a broker property that server.properties set.
-// Config.Props merges brokerDefaults in, so a property whose value is our
-// built-in default counts as not set.
-func explicitBrokerProp(props map[string]string, k string) (string, bool) {
+// Settings.Props merges the broker defaults (Configs.BrokerDefault) in, so
+// a property whose value is our built-in default counts as not set.
+func explicitBrokerProp(c Configs, props map[string]string, k string) (string, bool) {
 	v, ok := props[k]
 	if !ok {
 		return "", false
 	}
-	if d, isDefault := brokerDefaults[k]; isDefault && d == v {
+	if d, isDefault := c.BrokerDefault(k); isDefault && d == v {
 		return "", false
 	}
 	return v, true
@@ -189,13 +171,13 @@ type configSynonym struct {
 // order of precedence: the topic override, broker properties set in
 // server.properties, Kafka's built-in default. The first entry is the
 // effective one.
-func topicConfigSynonyms(d topicConfigDef, props, overrides map[string]string) []configSynonym {
+func topicConfigSynonyms(c Configs, d TopicConfigDef, props, overrides map[string]string) []configSynonym {
 	var out []configSynonym
-	if v, ok := overrides[d.name]; ok {
-		out = append(out, configSynonym{d.name, v, kmsg.ConfigSourceDynamicTopicConfig})
+	if v, ok := overrides[d.Name]; ok {
+		out = append(out, configSynonym{d.Name, v, kmsg.ConfigSourceDynamicTopicConfig})
 	}
 	for _, k := range topicBrokerSynonyms(d) {
-		if v, ok := explicitBrokerProp(props, k); ok {
+		if v, ok := explicitBrokerProp(c, props, k); ok {
 			out = append(out, configSynonym{k, v, kmsg.ConfigSourceStaticBrokerConfig})
 		}
 	}
@@ -203,106 +185,58 @@ func topicConfigSynonyms(d topicConfigDef, props, overrides map[string]string) [
 	return append(out, configSynonym{n, v, kmsg.ConfigSourceDefaultConfig})
 }
 
-// describeTopicConfigs builds a topic's DescribeConfigs entries. defaults
-// are the broker-level topic defaults (Config.TopicDefaults), props the
-// broker properties (Config.Props), overrides the topic's own configs.
-func describeTopicConfigs(defaults, props, overrides map[string]string, names []string, withSynonyms bool) []kmsg.DescribeConfigsResponseResourceConfig {
+// DescribeTopicConfigs builds a topic's DescribeConfigs entries from the
+// registry c. defaults are the broker-level topic defaults
+// (Settings.TopicDefaults), props the broker properties (Settings.Props),
+// overrides the topic's own configs.
+func DescribeTopicConfigs(c Configs, defaults, props, overrides map[string]string, names []string, withSynonyms bool) []kmsg.DescribeConfigsResponseResourceConfig {
 	var out []kmsg.DescribeConfigsResponseResourceConfig
-	for _, name := range topicConfigNames() {
+	for _, name := range c.TopicConfigNames() {
 		if !wantConfig(names, name) {
 			continue
 		}
-		d, _ := topicConfigDefFor(name)
-		syns := topicConfigSynonyms(d, props, overrides)
+		d, _ := c.TopicConfig(name)
+		syns := topicConfigSynonyms(c, d, props, overrides)
 		value, ok := overrides[name]
 		if !ok {
 			value, ok = defaults[name]
 			if !ok {
-				value = d.def
+				value = d.Default
 			}
 		}
-		c := kmsg.NewDescribeConfigsResponseResourceConfig()
-		c.Name = name
-		c.Value = &value
-		c.Source = syns[0].source
-		c.IsDefault = c.Source == kmsg.ConfigSourceDefaultConfig
-		c.ConfigType = configKindType(d.kind)
+		e := kmsg.NewDescribeConfigsResponseResourceConfig()
+		e.Name = name
+		e.Value = &value
+		e.Source = syns[0].source
+		e.IsDefault = e.Source == kmsg.ConfigSourceDefaultConfig
+		e.ConfigType = d.Type
 		if withSynonyms {
 			for _, s := range syns {
 				sy := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
 				sy.Name, sy.Source = s.name, s.source
 				sy.Value = &s.value
-				c.ConfigSynonyms = append(c.ConfigSynonyms, sy)
+				e.ConfigSynonyms = append(e.ConfigSynonyms, sy)
 			}
 		}
-		out = append(out, c)
+		out = append(out, e)
 	}
 	return out
 }
 
-// brokerPropTypes are the ConfigTypes of the broker properties we read
-// that are not the default of a topic config.
-var brokerPropTypes = map[string]kmsg.ConfigType{
-	"node.id":                          kmsg.ConfigTypeInt,
-	"broker.id":                        kmsg.ConfigTypeInt,
-	"listeners":                        kmsg.ConfigTypeString,
-	"advertised.listeners":             kmsg.ConfigTypeString,
-	"log.dirs":                         kmsg.ConfigTypeString,
-	"log.dir":                          kmsg.ConfigTypeString,
-	"num.partitions":                   kmsg.ConfigTypeInt,
-	"default.replication.factor":       kmsg.ConfigTypeInt,
-	"auto.create.topics.enable":        kmsg.ConfigTypeBoolean,
-	"delete.topic.enable":              kmsg.ConfigTypeBoolean,
-	"socket.request.max.bytes":         kmsg.ConfigTypeInt,
-	"fetch.max.bytes":                  kmsg.ConfigTypeInt,
-	"log.retention.check.interval.ms":  kmsg.ConfigTypeLong,
-	"connections.max.idle.ms":          kmsg.ConfigTypeLong,
-	"max.connections":                  kmsg.ConfigTypeInt,
-	"max.connections.per.ip":           kmsg.ConfigTypeInt,
-	"max.connections.per.ip.overrides": kmsg.ConfigTypeString,
-	"offsets.topic.num.partitions":     kmsg.ConfigTypeInt,
-	"offsets.topic.replication.factor": kmsg.ConfigTypeShort,
-	"log.retention.minutes":            kmsg.ConfigTypeInt,
-	"log.retention.hours":              kmsg.ConfigTypeInt,
-	"log.roll.hours":                   kmsg.ConfigTypeInt,
-	"cluster.id":                       kmsg.ConfigTypeString,
-	"shards":                           kmsg.ConfigTypeInt,
-	"io.engine":                        kmsg.ConfigTypeString,
-	"log.io.mode":                      kmsg.ConfigTypeString,
-	"log.io.cache.bytes":               kmsg.ConfigTypeLong,
-	"log.io.cache.prefault":            kmsg.ConfigTypeBoolean,
-	"log.io.preallocate.chunk.bytes":   kmsg.ConfigTypeLong,
-	"log.io.preallocate.zero":          kmsg.ConfigTypeBoolean,
-}
-
-func brokerPropType(k string) kmsg.ConfigType {
-	if t, ok := brokerPropTypes[k]; ok {
-		return t
-	}
-	for _, d := range topicConfigDefs {
-		if d.brokerProp == k {
-			return configKindType(d.kind)
-		}
-	}
-	if sensitiveBrokerProp(k) {
-		return kmsg.ConfigTypePassword
-	}
-	return kmsg.ConfigTypeUnknown
-}
-
-// sensitiveBrokerProp reports properties whose values must not be shown
+// SensitiveBrokerProp reports properties whose values must not be shown
 // (Kafka's PASSWORD type, and JAAS configs that embed credentials).
-func sensitiveBrokerProp(k string) bool {
+func SensitiveBrokerProp(k string) bool {
 	return strings.Contains(k, "password") || strings.Contains(k, "secret") || strings.HasSuffix(k, "jaas.config")
 }
 
-// describeBrokerConfigs builds a broker's DescribeConfigs entries from its
+// DescribeBrokerConfigs builds a broker's DescribeConfigs entries (with the
+// registry c) from its
 // static properties (nil when describing the cluster-wide defaults),
 // cluster-wide dynamic defaults and per-broker dynamic configs, the
 // effective source first as in Kafka: DYNAMIC_BROKER_CONFIG (2),
 // DYNAMIC_DEFAULT_BROKER_CONFIG (3), STATIC_BROKER_CONFIG (4),
 // DEFAULT_CONFIG (5).
-func describeBrokerConfigs(props, dynDefault, dynBroker map[string]string, names []string, withSynonyms bool) []kmsg.DescribeConfigsResponseResourceConfig {
+func DescribeBrokerConfigs(c Configs, props, dynDefault, dynBroker map[string]string, names []string, withSynonyms bool) []kmsg.DescribeConfigsResponseResourceConfig {
 	keys := map[string]bool{}
 	for _, m := range []map[string]string{props, dynDefault, dynBroker} {
 		for k := range m {
@@ -326,10 +260,10 @@ func describeBrokerConfigs(props, dynDefault, dynBroker map[string]string, names
 			syns = append(syns, configSynonym{k, v, kmsg.ConfigSourceDynamicDefaultBrokerConfig})
 		}
 		if props != nil {
-			if v, ok := explicitBrokerProp(props, k); ok {
+			if v, ok := explicitBrokerProp(c, props, k); ok {
 				syns = append(syns, configSynonym{k, v, kmsg.ConfigSourceStaticBrokerConfig})
 			}
-			if v, ok := brokerDefaults[k]; ok {
+			if v, ok := c.BrokerDefault(k); ok {
 				syns = append(syns, configSynonym{k, v, kmsg.ConfigSourceDefaultConfig})
 			}
 		}
@@ -338,18 +272,18 @@ func describeBrokerConfigs(props, dynDefault, dynBroker map[string]string, names
 			// cannot happen (explicitBrokerProp only hides our defaults).
 			continue
 		}
-		sensitive := sensitiveBrokerProp(k)
-		c := kmsg.NewDescribeConfigsResponseResourceConfig()
-		c.Name = k
+		sensitive := SensitiveBrokerProp(k)
+		e := kmsg.NewDescribeConfigsResponseResourceConfig()
+		e.Name = k
 		if !sensitive {
 			v := syns[0].value
-			c.Value = &v
+			e.Value = &v
 		}
-		c.Source = syns[0].source
-		c.IsDefault = c.Source == kmsg.ConfigSourceDefaultConfig
-		c.ReadOnly = true // broker configs are static: AlterConfigs refuses them
-		c.IsSensitive = sensitive
-		c.ConfigType = brokerPropType(k)
+		e.Source = syns[0].source
+		e.IsDefault = e.Source == kmsg.ConfigSourceDefaultConfig
+		e.ReadOnly = true // broker configs are static: AlterConfigs refuses them
+		e.IsSensitive = sensitive
+		e.ConfigType = c.BrokerPropType(k)
 		if withSynonyms {
 			for _, s := range syns {
 				sy := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
@@ -358,10 +292,10 @@ func describeBrokerConfigs(props, dynDefault, dynBroker map[string]string, names
 					v := s.value
 					sy.Value = &v
 				}
-				c.ConfigSynonyms = append(c.ConfigSynonyms, sy)
+				e.ConfigSynonyms = append(e.ConfigSynonyms, sy)
 			}
 		}
-		out = append(out, c)
+		out = append(out, e)
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package appliance
+package metadata
 
 // DeleteTopics (key 20), v0-v6.
 //
@@ -23,7 +23,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var deleteTopicsAPI = apiDef{key: 20, min: 0, max: 6, handle: handleDeleteTopics}
+func (h *handlers) deleteTopicsAPI() wire.API {
+	return wire.API{Key: 20, Min: 0, Max: 6, Handle: h.handleDeleteTopics}
+}
 
 // deleteTopicsEntry is one topic of a DeleteTopics request, by name or id.
 type deleteTopicsEntry struct {
@@ -48,7 +50,7 @@ func deleteTopicsEntries(req *kmsg.DeleteTopicsRequest, version int16) []deleteT
 	return out
 }
 
-func handleDeleteTopics(b *Broker, r *wire.Request) any {
+func (h *handlers) handleDeleteTopics(r *wire.Request) any {
 	req := r.Req.(*kmsg.DeleteTopicsRequest)
 	return wire.Deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
@@ -90,14 +92,14 @@ func handleDeleteTopics(b *Broker, r *wire.Request) any {
 				}
 				dupIDAnswered[e.id] = true
 				fail(fmt.Errorf("%w: duplicate topic id %s", kerr.InvalidRequest, e.id))
-			case b.deleteTopicAuthzErr(r, e.name, e.id) != nil:
-				fail(b.deleteTopicAuthzErr(r, e.name, e.id))
+			case h.deleteTopicAuthzErr(r, e.name, e.id) != nil:
+				fail(h.deleteTopicAuthzErr(r, e.name, e.id))
 			default:
 				name := ""
 				if e.name != nil {
 					name = *e.name
 				}
-				t, err := b.deleteTopic(name, e.id)
+				t, err := h.ctl.DeleteTopic(name, e.id)
 				if err != nil {
 					fail(err)
 					break

@@ -1,4 +1,4 @@
-package appliance
+package metadata
 
 // IncrementalAlterConfigs (key 44), v0-v1 (KIP-339).
 //
@@ -19,7 +19,7 @@ package appliance
 // unknown config or an invalid value answer INVALID_CONFIG (40); an unknown
 // topic UNKNOWN_TOPIC_OR_PARTITION (3). Broker resources (type 4) answer
 // INVALID_REQUEST: broker configs are static and live in server.properties.
-// Group resources (type 32) take SET and DELETE (share_config.go).
+// Group resources (type 32) take SET and DELETE (Host.AlterGroupConfigs).
 
 import (
 	"fmt"
@@ -31,9 +31,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var incrementalAlterConfigsAPI = apiDef{key: 44, min: 0, max: 1, handle: handleIncrementalAlterConfigs}
+func (h *handlers) incrementalAlterConfigsAPI() wire.API {
+	return wire.API{Key: 44, Min: 0, Max: 1, Handle: h.handleIncrementalAlterConfigs}
+}
 
-func handleIncrementalAlterConfigs(b *Broker, r *wire.Request) any {
+func (h *handlers) handleIncrementalAlterConfigs(r *wire.Request) any {
 	req := r.Req.(*kmsg.IncrementalAlterConfigsRequest)
 	return wire.Deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
@@ -47,8 +49,8 @@ func handleIncrementalAlterConfigs(b *Broker, r *wire.Request) any {
 			var err error
 			if seen[configResource{rr.ResourceType, rr.ResourceName}] > 1 {
 				err = fmt.Errorf("%w: each resource must appear at most once", kerr.InvalidRequest)
-			} else if err = b.configResourceAuthzErr(r, kmsg.ACLOperationAlterConfigs, rr.ResourceType, rr.ResourceName); err == nil {
-				err = b.incrementalAlterResource(rr, req.ValidateOnly)
+			} else if err = configResourceAuthzErr(r, kmsg.ACLOperationAlterConfigs, rr.ResourceType, rr.ResourceName); err == nil {
+				err = h.incrementalAlterResource(rr, req.ValidateOnly)
 			}
 			res.ErrorCode = wire.ErrCode(err)
 			res.ErrorMessage = wire.ErrMessage(err)
@@ -59,9 +61,9 @@ func handleIncrementalAlterConfigs(b *Broker, r *wire.Request) any {
 }
 
 // incrementalAlterResource applies one IncrementalAlterConfigs resource.
-func (b *Broker) incrementalAlterResource(rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
+func (h *handlers) incrementalAlterResource(rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
 	if rr.ResourceType == kmsg.ConfigResourceTypeGroupConfig {
-		return b.alterGroupConfigs(rr.ResourceName, rr.Configs, validateOnly) // share_config.go
+		return h.h.AlterGroupConfigs(rr.ResourceName, rr.Configs, validateOnly)
 	}
 	keys := make([]string, 0, len(rr.Configs))
 	var nulls []string
@@ -74,59 +76,59 @@ func (b *Broker) incrementalAlterResource(rr kmsg.IncrementalAlterConfigsRequest
 	if err := checkConfigResource(rr.ResourceType, rr.ResourceName, keys, nulls); err != nil {
 		return err
 	}
-	return b.alterTopicConfigsWith(rr.ResourceName, func(t *TopicImage) ([]ConfigChange, error) {
-		return incrementalConfigChanges(rr.Configs, b.effectiveTopicConfigs(t))
+	return h.ctl.alterTopicConfigsWith(rr.ResourceName, func(t *TopicImage) ([]ConfigChange, error) {
+		return IncrementalConfigChanges(h.h, rr.Configs, h.h.EffectiveTopicConfigs(t))
 	}, false, validateOnly)
 }
 
-// incrementalConfigChanges turns IncrementalAlterConfigs operations into
-// ConfigChanges against a topic's effective configs. Values are validated
-// later, by alterTopicConfigs.
-func incrementalConfigChanges(ops []kmsg.IncrementalAlterConfigsRequestResourceConfig, effective map[string]string) ([]ConfigChange, error) {
+// IncrementalConfigChanges turns IncrementalAlterConfigs operations into
+// ConfigChanges against a topic's effective configs, with the registry c.
+// Values are validated later, by Controller.AlterTopicConfigs.
+func IncrementalConfigChanges(c Configs, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig, effective map[string]string) ([]ConfigChange, error) {
 	changes := make([]ConfigChange, 0, len(ops))
-	for _, c := range ops {
-		switch c.Op {
+	for _, op := range ops {
+		switch op.Op {
 		case kmsg.IncrementalAlterConfigOpSet:
-			changes = append(changes, ConfigChange{Key: c.Name, Value: c.Value})
+			changes = append(changes, ConfigChange{Key: op.Name, Value: op.Value})
 		case kmsg.IncrementalAlterConfigOpDelete:
-			changes = append(changes, ConfigChange{Key: c.Name})
+			changes = append(changes, ConfigChange{Key: op.Name})
 		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
-			d, ok := topicConfigDefFor(c.Name)
+			d, ok := c.TopicConfig(op.Name)
 			if !ok {
-				return nil, fmt.Errorf("%w: unknown topic config %q", kerr.InvalidConfig, c.Name)
+				return nil, fmt.Errorf("%w: unknown topic config %q", kerr.InvalidConfig, op.Name)
 			}
-			cur, ok := effective[c.Name]
+			cur, ok := effective[op.Name]
 			if !ok {
-				cur = d.def
+				cur = d.Default
 			}
-			v, err := applyListOp(d, c.Op, cur, *c.Value)
+			v, err := ApplyListOp(d, op.Op, cur, *op.Value)
 			if err != nil {
 				return nil, err
 			}
-			changes = append(changes, ConfigChange{Key: c.Name, Value: &v})
+			changes = append(changes, ConfigChange{Key: op.Name, Value: &v})
 		default:
-			return nil, fmt.Errorf("%w: unknown operation %d for config %q", kerr.InvalidRequest, c.Op, c.Name)
+			return nil, fmt.Errorf("%w: unknown operation %d for config %q", kerr.InvalidRequest, op.Op, op.Name)
 		}
 	}
 	return changes, nil
 }
 
-// applyListOp computes APPEND or SUBTRACT of the comma-separated elements
+// ApplyListOp computes APPEND or SUBTRACT of the comma-separated elements
 // of operand to cur, for a LIST config, as Kafka's controller does.
-func applyListOp(d topicConfigDef, op kmsg.IncrementalAlterConfigOp, cur, operand string) (string, error) {
-	if d.kind != "list" {
-		return "", fmt.Errorf("%w: cannot %s to key %s because its type is not LIST", kerr.InvalidConfig, listOpName(op), d.name)
+func ApplyListOp(d TopicConfigDef, op kmsg.IncrementalAlterConfigOp, cur, operand string) (string, error) {
+	if d.Kind != "list" {
+		return "", fmt.Errorf("%w: cannot %s to key %s because its type is not LIST", kerr.InvalidConfig, ListOpName(op), d.Name)
 	}
-	have := splitConfigList(cur)
+	have := SplitConfigList(cur)
 	switch op {
 	case kmsg.IncrementalAlterConfigOpAppend:
-		for _, v := range splitConfigList(operand) {
+		for _, v := range SplitConfigList(operand) {
 			if !slices.Contains(have, v) {
 				have = append(have, v)
 			}
 		}
 	case kmsg.IncrementalAlterConfigOpSubtract:
-		drop := splitConfigList(operand)
+		drop := SplitConfigList(operand)
 		kept := have[:0]
 		for _, v := range have {
 			if !slices.Contains(drop, v) {
@@ -138,16 +140,17 @@ func applyListOp(d topicConfigDef, op kmsg.IncrementalAlterConfigOp, cur, operan
 	return strings.Join(have, ","), nil
 }
 
-func listOpName(op kmsg.IncrementalAlterConfigOp) string {
+// ListOpName is the name of an APPEND or SUBTRACT operation in messages.
+func ListOpName(op kmsg.IncrementalAlterConfigOp) string {
 	if op == kmsg.IncrementalAlterConfigOpAppend {
 		return "APPEND"
 	}
 	return "SUBTRACT"
 }
 
-// splitConfigList splits a LIST config value on commas, trimming spaces and
+// SplitConfigList splits a LIST config value on commas, trimming spaces and
 // dropping empty elements.
-func splitConfigList(s string) []string {
+func SplitConfigList(s string) []string {
 	var out []string
 	for _, p := range strings.Split(s, ",") {
 		if p = strings.TrimSpace(p); p != "" {

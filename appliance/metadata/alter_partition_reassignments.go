@@ -1,4 +1,4 @@
-package appliance
+package metadata
 
 // AlterPartitionReassignments (key 45), v0-v1 (KIP-455, KIP-860).
 //
@@ -19,17 +19,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var alterPartitionReassignmentsAPI = apiDef{key: 45, min: 0, max: 1, handle: handleAlterPartitionReassignments}
+func (h *handlers) alterPartitionReassignmentsAPI() wire.API {
+	return wire.API{Key: 45, Min: 0, Max: 1, Handle: h.handleAlterPartitionReassignments}
+}
 
-func handleAlterPartitionReassignments(b *Broker, r *wire.Request) any {
+func (h *handlers) handleAlterPartitionReassignments(r *wire.Request) any {
 	req := r.Req.(*kmsg.AlterPartitionAssignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
 	resp.AllowReplicationFactorChange = req.AllowReplicationFactorChange
-	if !b.authorizeCluster(r, kmsg.ACLOperationAlter) {
+	if !r.AllowedCluster(kmsg.ACLOperationAlter) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp
 	}
-	im := b.currentImage()
+	im := h.h.Image()
 	for _, t := range req.Topics {
 		rt := kmsg.NewAlterPartitionAssignmentsResponseTopic()
 		rt.Topic = t.Topic
@@ -43,8 +45,8 @@ func handleAlterPartitionReassignments(b *Broker, r *wire.Request) any {
 				err = fmt.Errorf("%w: %s-%d", kerr.UnknownTopicOrPartition, t.Topic, p.Partition)
 			case p.Replicas == nil:
 				err = fmt.Errorf("%w: %s-%d", kerr.NoReassignmentInProgress, t.Topic, p.Partition)
-			case len(p.Replicas) != 1 || p.Replicas[0] != b.cfg.NodeID:
-				err = fmt.Errorf("%w: replicas %v for %s-%d: the only live broker is node %d", kerr.InvalidReplicaAssignment, p.Replicas, t.Topic, p.Partition, b.cfg.NodeID)
+			case len(p.Replicas) != 1 || p.Replicas[0] != h.h.Settings().NodeID:
+				err = fmt.Errorf("%w: replicas %v for %s-%d: the only live broker is node %d", kerr.InvalidReplicaAssignment, p.Replicas, t.Topic, p.Partition, h.h.Settings().NodeID)
 			}
 			rp.ErrorCode = wire.ErrCode(err)
 			rp.ErrorMessage = wire.ErrMessage(err)

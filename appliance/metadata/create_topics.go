@@ -1,4 +1,4 @@
-package appliance
+package metadata
 
 // CreateTopics (key 19), v0-v7.
 //
@@ -24,9 +24,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var createTopicsAPI = apiDef{key: 19, min: 0, max: 7, handle: handleCreateTopics}
+func (h *handlers) createTopicsAPI() wire.API {
+	return wire.API{Key: 19, Min: 0, Max: 7, Handle: h.handleCreateTopics}
+}
 
-func handleCreateTopics(b *Broker, r *wire.Request) any {
+func (h *handlers) handleCreateTopics(r *wire.Request) any {
 	req := r.Req.(*kmsg.CreateTopicsRequest)
 	return wire.Deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
@@ -47,11 +49,11 @@ func handleCreateTopics(b *Broker, r *wire.Request) any {
 			switch {
 			case seen[t.Topic] > 1:
 				fail(fmt.Errorf("%w: topic %q is named more than once", kerr.InvalidRequest, t.Topic))
-			case b.createTopicAuthzErr(r, t.Topic) != nil:
-				fail(b.createTopicAuthzErr(r, t.Topic))
+			case createTopicAuthzErr(r, t.Topic) != nil:
+				fail(createTopicAuthzErr(r, t.Topic))
 			default:
 				if len(t.ReplicaAssignment) > 0 {
-					n, err := manualAssignmentPartitions(t.ReplicaAssignment, t.NumPartitions, t.ReplicationFactor, b.cfg.NodeID)
+					n, err := manualAssignmentPartitions(t.ReplicaAssignment, t.NumPartitions, t.ReplicationFactor, h.h.Settings().NodeID)
 					if err != nil {
 						fail(err)
 						break
@@ -64,7 +66,7 @@ func handleCreateTopics(b *Broker, r *wire.Request) any {
 					if c.Value == nil {
 						continue
 					}
-					if _, ok := topicConfigDefFor(c.Name); !ok {
+					if _, ok := h.h.TopicConfig(c.Name); !ok {
 						cfgErr = fmt.Errorf("%w: unknown topic config %q", kerr.InvalidConfig, c.Name)
 						break
 					}
@@ -74,7 +76,7 @@ func handleCreateTopics(b *Broker, r *wire.Request) any {
 					fail(cfgErr)
 					break
 				}
-				ti, err := b.createTopic(TopicSpec{Name: t.Topic, Partitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor, Configs: cfgs}, req.ValidateOnly)
+				ti, err := h.ctl.CreateTopic(TopicSpec{Name: t.Topic, Partitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor, Configs: cfgs}, req.ValidateOnly)
 				if err != nil {
 					fail(err)
 					break
@@ -82,8 +84,8 @@ func handleCreateTopics(b *Broker, r *wire.Request) any {
 				rt.TopicID = ti.ID
 				rt.NumPartitions = int32(len(ti.Partitions))
 				rt.ReplicationFactor = 1
-				eff := b.effectiveTopicConfigs(ti)
-				for _, name := range topicConfigNames() {
+				eff := h.h.EffectiveTopicConfigs(ti)
+				for _, name := range h.h.TopicConfigNames() {
 					c := kmsg.NewCreateTopicsResponseTopicConfig()
 					c.Name = name
 					v := eff[name]

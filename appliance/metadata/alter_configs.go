@@ -1,4 +1,4 @@
-package appliance
+package metadata
 
 // AlterConfigs (key 33), v0-v2.
 //
@@ -23,9 +23,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var alterConfigsAPI = apiDef{key: 33, min: 0, max: 2, handle: handleAlterConfigs}
+func (h *handlers) alterConfigsAPI() wire.API {
+	return wire.API{Key: 33, Min: 0, Max: 2, Handle: h.handleAlterConfigs}
+}
 
-func handleAlterConfigs(b *Broker, r *wire.Request) any {
+func (h *handlers) handleAlterConfigs(r *wire.Request) any {
 	req := r.Req.(*kmsg.AlterConfigsRequest)
 	return wire.Deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
@@ -39,8 +41,8 @@ func handleAlterConfigs(b *Broker, r *wire.Request) any {
 			var err error
 			if seen[configResource{rr.ResourceType, rr.ResourceName}] > 1 {
 				err = fmt.Errorf("%w: each resource must appear at most once", kerr.InvalidRequest)
-			} else if err = b.configResourceAuthzErr(r, kmsg.ACLOperationAlterConfigs, rr.ResourceType, rr.ResourceName); err == nil {
-				err = b.alterConfigsResource(rr, req.ValidateOnly)
+			} else if err = configResourceAuthzErr(r, kmsg.ACLOperationAlterConfigs, rr.ResourceType, rr.ResourceName); err == nil {
+				err = h.alterConfigsResource(rr, req.ValidateOnly)
 			}
 			res.ErrorCode = wire.ErrCode(err)
 			res.ErrorMessage = wire.ErrMessage(err)
@@ -51,7 +53,7 @@ func handleAlterConfigs(b *Broker, r *wire.Request) any {
 }
 
 // alterConfigsResource applies one legacy AlterConfigs resource.
-func (b *Broker) alterConfigsResource(rr kmsg.AlterConfigsRequestResource, validateOnly bool) error {
+func (h *handlers) alterConfigsResource(rr kmsg.AlterConfigsRequestResource, validateOnly bool) error {
 	keys := make([]string, 0, len(rr.Configs))
 	var nulls []string
 	changes := make([]ConfigChange, 0, len(rr.Configs))
@@ -65,7 +67,7 @@ func (b *Broker) alterConfigsResource(rr kmsg.AlterConfigsRequestResource, valid
 	if err := checkConfigResource(rr.ResourceType, rr.ResourceName, keys, nulls); err != nil {
 		return err
 	}
-	return b.alterTopicConfigs(rr.ResourceName, changes, true, validateOnly)
+	return h.ctl.AlterTopicConfigs(rr.ResourceName, changes, true, validateOnly)
 }
 
 // checkConfigResource applies the checks AlterConfigs and
@@ -87,7 +89,7 @@ func checkConfigResource(typ kmsg.ConfigResourceType, name string, keys, nulls [
 		if name == "" {
 			return fmt.Errorf("%w: default topic resources are not allowed", kerr.InvalidRequest)
 		}
-		return validTopicName(name)
+		return ValidTopicName(name)
 	case kmsg.ConfigResourceTypeBroker:
 		return fmt.Errorf("%w: broker configs are static; edit server.properties", kerr.InvalidRequest)
 	}

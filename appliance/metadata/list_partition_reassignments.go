@@ -1,8 +1,8 @@
-package appliance
+package metadata
 
 // ListPartitionReassignments (key 46), v0 (KIP-455).
 //
-// A single node never moves replicas (alter_partition_reassignments.go
+// A single node never moves replicas (handleAlterPartitionReassignments
 // answers every reassignment at once, as a no-op), so no reassignment is
 // ever in progress: the answer lists no topics, for named topics and for
 // a null list (all) alike, as Kafka's does when none is ongoing. With the
@@ -15,12 +15,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var listPartitionReassignmentsAPI = apiDef{key: 46, min: 0, max: 0, handle: handleListPartitionReassignments}
+func (h *handlers) listPartitionReassignmentsAPI() wire.API {
+	return wire.API{Key: 46, Min: 0, Max: 0, Handle: h.handleListPartitionReassignments}
+}
 
-func handleListPartitionReassignments(b *Broker, r *wire.Request) any {
+func (h *handlers) handleListPartitionReassignments(r *wire.Request) any {
 	req := r.Req.(*kmsg.ListPartitionReassignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
-	if !b.authorizeCluster(r, kmsg.ACLOperationDescribe) {
+	if !r.AllowedCluster(kmsg.ACLOperationDescribe) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 	}
 	return resp

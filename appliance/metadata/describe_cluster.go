@@ -1,4 +1,4 @@
-package appliance
+package metadata
 
 // DescribeCluster (key 60), v0-v1 (KIP-700, KIP-919).
 //
@@ -23,15 +23,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var describeClusterAPI = apiDef{key: 60, min: 0, max: 1, handle: handleDescribeCluster}
+func (h *handlers) describeClusterAPI() wire.API {
+	return wire.API{Key: 60, Min: 0, Max: 1, Handle: h.handleDescribeCluster}
+}
 
-// clusterAuthorizedOps is the bitfield of the ACL operations Kafka supports
+// ClusterAuthorizedOps is the bitfield of the ACL operations Kafka supports
 // on the CLUSTER resource: CREATE (5), ALTER (7), DESCRIBE (8),
 // CLUSTER_ACTION (9), DESCRIBE_CONFIGS (10), ALTER_CONFIGS (11),
 // IDEMPOTENT_WRITE (12).
-const clusterAuthorizedOps int32 = 1<<5 | 1<<7 | 1<<8 | 1<<9 | 1<<10 | 1<<11 | 1<<12
+const ClusterAuthorizedOps int32 = 1<<5 | 1<<7 | 1<<8 | 1<<9 | 1<<10 | 1<<11 | 1<<12
 
-func handleDescribeCluster(b *Broker, r *wire.Request) any {
+func (h *handlers) handleDescribeCluster(r *wire.Request) any {
 	req := r.Req.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	if r.Version >= 1 && req.EndpointType != 1 {
@@ -45,15 +47,32 @@ func handleDescribeCluster(b *Broker, r *wire.Request) any {
 		resp.ErrorMessage = wire.ErrMessage(err)
 		return resp
 	}
+	set := h.h.Settings()
 	resp.EndpointType = 1
-	resp.ClusterID = b.cfg.ClusterID
-	resp.ControllerID = b.cfg.NodeID
+	resp.ClusterID = set.ClusterID
+	resp.ControllerID = set.NodeID
 	if req.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = b.clusterAuthorizedOps(r) // authorizer_checks.go
+		resp.ClusterAuthorizedOperations = clusterAuthorizedOpsOf(r)
 	}
 	br := kmsg.NewDescribeClusterResponseBroker()
-	br.NodeID = b.cfg.NodeID
-	br.Host, br.Port = b.advertisedFor(r) // listeners.go
+	br.NodeID = set.NodeID
+	br.Host, br.Port = h.h.Advertised(r)
 	resp.Brokers = append(resp.Brokers, br)
 	return resp
+}
+
+// clusterAuthorizedOpsOf is DescribeCluster's cluster_authorized_operations:
+// every CLUSTER operation without an authorizer, else the bits of those the
+// principal is allowed (Kafka's authorizedOperations).
+func clusterAuthorizedOpsOf(r *wire.Request) int32 {
+	if r.Authz == nil {
+		return ClusterAuthorizedOps
+	}
+	var bits int32
+	for op := kmsg.ACLOperation(0); op <= kmsg.ACLOperationDescribeTokens; op++ {
+		if ClusterAuthorizedOps&(1<<op) != 0 && r.AllowedCluster(op) {
+			bits |= 1 << op
+		}
+	}
+	return bits
 }

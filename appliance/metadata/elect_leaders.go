@@ -1,4 +1,4 @@
-package appliance
+package metadata
 
 // ElectLeaders (key 43), v0-v2 (KIP-460).
 //
@@ -20,20 +20,22 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var electLeadersAPI = apiDef{key: 43, min: 0, max: 2, handle: handleElectLeaders}
+func (h *handlers) electLeadersAPI() wire.API {
+	return wire.API{Key: 43, Min: 0, Max: 2, Handle: h.handleElectLeaders}
+}
 
-func handleElectLeaders(b *Broker, r *wire.Request) any {
+func (h *handlers) handleElectLeaders(r *wire.Request) any {
 	req := r.Req.(*kmsg.ElectLeadersRequest)
 	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
 	if r.Version >= 1 && req.ElectionType != 0 && req.ElectionType != 1 {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp
 	}
-	if !b.authorizeCluster(r, kmsg.ACLOperationAlter) {
+	if !r.AllowedCluster(kmsg.ACLOperationAlter) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp
 	}
-	im := b.currentImage()
+	im := h.h.Image()
 	for _, t := range req.Topics {
 		rt := kmsg.NewElectLeadersResponseTopic()
 		rt.Topic = t.Topic
@@ -45,7 +47,7 @@ func handleElectLeaders(b *Broker, r *wire.Request) any {
 			if ti == nil || p < 0 || int(p) >= len(ti.Partitions) {
 				err = fmt.Errorf("%w: %s-%d", kerr.UnknownTopicOrPartition, t.Topic, p)
 			} else {
-				err = fmt.Errorf("%w: leader %d is the preferred replica of %s-%d", kerr.ElectionNotNeeded, b.cfg.NodeID, t.Topic, p)
+				err = fmt.Errorf("%w: leader %d is the preferred replica of %s-%d", kerr.ElectionNotNeeded, h.h.Settings().NodeID, t.Topic, p)
 			}
 			rp.ErrorCode = wire.ErrCode(err)
 			rp.ErrorMessage = wire.ErrMessage(err)

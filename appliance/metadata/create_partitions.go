@@ -1,4 +1,4 @@
-package appliance
+package metadata
 
 // CreatePartitions (key 37), v0-v3.
 //
@@ -23,9 +23,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var createPartitionsAPI = apiDef{key: 37, min: 0, max: 3, handle: handleCreatePartitions}
+func (h *handlers) createPartitionsAPI() wire.API {
+	return wire.API{Key: 37, Min: 0, Max: 3, Handle: h.handleCreatePartitions}
+}
 
-func handleCreatePartitions(b *Broker, r *wire.Request) any {
+func (h *handlers) handleCreatePartitions(r *wire.Request) any {
 	req := r.Req.(*kmsg.CreatePartitionsRequest)
 	return wire.Deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
@@ -44,8 +46,8 @@ func handleCreatePartitions(b *Broker, r *wire.Request) any {
 			var err error
 			if seen[t.Topic] > 1 {
 				err = fmt.Errorf("%w: duplicate topic name %q", kerr.InvalidRequest, t.Topic)
-			} else if err = b.topicAuthzErr(r, kmsg.ACLOperationAlter, t.Topic); err == nil {
-				err = b.createPartitionsTopic(t, req.ValidateOnly)
+			} else if err = topicAuthzErr(r, kmsg.ACLOperationAlter, t.Topic); err == nil {
+				err = h.createPartitionsTopic(t, req.ValidateOnly)
 			}
 			rt.ErrorCode = wire.ErrCode(err)
 			rt.ErrorMessage = wire.ErrMessage(err)
@@ -56,19 +58,19 @@ func handleCreatePartitions(b *Broker, r *wire.Request) any {
 }
 
 // createPartitionsTopic grows one topic as a CreatePartitions entry asks.
-func (b *Broker) createPartitionsTopic(t kmsg.CreatePartitionsRequestTopic, validateOnly bool) error {
+func (h *handlers) createPartitionsTopic(t kmsg.CreatePartitionsRequestTopic, validateOnly bool) error {
 	if t.Assignment != nil {
-		ti := b.currentImage().Topics[t.Topic]
+		ti := h.h.Image().Topics[t.Topic]
 		if ti == nil {
 			return fmt.Errorf("%w: topic %q does not exist", kerr.UnknownTopicOrPartition, t.Topic)
 		}
 		if have := int32(len(ti.Partitions)); t.Count > have {
-			if err := checkPartitionAssignment(t.Assignment, t.Count-have, b.cfg.NodeID); err != nil {
+			if err := checkPartitionAssignment(t.Assignment, t.Count-have, h.h.Settings().NodeID); err != nil {
 				return err
 			}
 		}
 	}
-	return b.createPartitions(t.Topic, t.Count, validateOnly)
+	return h.ctl.CreatePartitions(t.Topic, t.Count, validateOnly)
 }
 
 // checkPartitionAssignment accepts a manual assignment of added new
