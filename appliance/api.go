@@ -4,6 +4,7 @@ import (
 	"github.com/ringbroker/ringbroker/appliance/group"
 	"github.com/ringbroker/ringbroker/appliance/quota"
 	"github.com/ringbroker/ringbroker/appliance/security"
+	"github.com/ringbroker/ringbroker/appliance/share"
 	"github.com/ringbroker/ringbroker/appliance/txn"
 	"github.com/ringbroker/ringbroker/appliance/wire"
 )
@@ -50,9 +51,6 @@ func newAPITable(b *Broker) *wire.Table {
 		electLeadersAPI, alterPartitionReassignmentsAPI, listPartitionReassignmentsAPI, describeProducersAPI,
 		// Coordinators of groups and transactions.
 		findCoordinatorAPI,
-		// Share groups (KIP-932).
-		shareGroupHeartbeatAPI, shareGroupDescribeAPI, shareFetchAPI, shareAcknowledgeAPI,
-		describeShareGroupOffsetsAPI, alterShareGroupOffsetsAPI, deleteShareGroupOffsetsAPI,
 	} {
 		t.Register(d.bind(b))
 	}
@@ -65,5 +63,7 @@ func newAPITable(b *Broker) *wire.Table {
 	security.Register(t, securityBroker{b}, b.authz, b.log)
 	// Classic and KIP-848 groups.
 	group.Register(t, groupBroker{b})
+	// Share groups (KIP-932).
+	share.Register(t, shareHost{b})
 	return t
 }

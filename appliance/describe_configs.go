@@ -23,7 +23,7 @@ package appliance
 // broker id or a name that is not a number answers INVALID_REQUEST (42), as
 // does any other resource type.
 //
-// Group resources (type 32) list the group configs (share_config.go) with
+// Group resources (type 32) list the group configs (share.Config.Describe) with
 // their effective values, for any group id.
 //
 // config_names filters the entries; null or empty asks for all, an unknown
@@ -83,8 +83,8 @@ func handleDescribeConfigs(b *Broker, r *wire.Request) any {
 				break
 			}
 			res.Configs = describeBrokerConfigs(b.cfg.Props, im.Brokers[""], im.Brokers[rr.ResourceName], rr.ConfigNames, synonyms)
-		case kmsg.ConfigResourceTypeGroupConfig: // share_config.go
-			res.Configs = b.describeGroupConfigs(im, rr.ResourceName, rr.ConfigNames, synonyms)
+		case kmsg.ConfigResourceTypeGroupConfig: // share.Config.Describe
+			res.Configs = b.shareConfig().Describe(im.GroupConfigs[rr.ResourceName], rr.ConfigNames, synonyms)
 		default:
 			fail(fmt.Errorf("%w: resource type %d is not supported (2 topic, 4 broker, 32 group)", kerr.InvalidRequest, rr.ResourceType))
 		}

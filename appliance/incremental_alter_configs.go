@@ -19,7 +19,7 @@ package appliance
 // unknown config or an invalid value answer INVALID_CONFIG (40); an unknown
 // topic UNKNOWN_TOPIC_OR_PARTITION (3). Broker resources (type 4) answer
 // INVALID_REQUEST: broker configs are static and live in server.properties.
-// Group resources (type 32) take SET and DELETE (share_config.go).
+// Group resources (type 32) take SET and DELETE (share.Config.Changes).
 
 import (
 	"fmt"
@@ -61,7 +61,7 @@ func handleIncrementalAlterConfigs(b *Broker, r *wire.Request) any {
 // incrementalAlterResource applies one IncrementalAlterConfigs resource.
 func (b *Broker) incrementalAlterResource(rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
 	if rr.ResourceType == kmsg.ConfigResourceTypeGroupConfig {
-		return b.alterGroupConfigs(rr.ResourceName, rr.Configs, validateOnly) // share_config.go
+		return b.alterGroupConfigs(rr.ResourceName, rr.Configs, validateOnly)
 	}
 	keys := make([]string, 0, len(rr.Configs))
 	var nulls []string

@@ -1,4 +1,4 @@
-package appliance
+package share
 
 import (
 	"testing"
@@ -15,12 +15,12 @@ func FuzzShareRecord(f *testing.F) {
 	f.Add(sharePartitionKey("g", tp), []byte(nil))
 	f.Add([]byte{0, 101, 0, 9, 'g'}, []byte{0, 0})
 	f.Fuzz(func(t *testing.T, key, value []byte) {
-		env := &fakeGroupEnv{t: time.Unix(0, 0), ids: map[string]int{}}
-		sm := newShareManager(env, newGroupManager(env, defaultGroupConfig()))
-		if !isShareKey(key) {
+		env := &fakeEnv{t: time.Unix(0, 0)}
+		sm := newManager(env, fakeClassicGroups{})
+		if !IsShareKey(key) {
 			return
 		}
-		if err := sm.loadRecord(key, value); err != nil || value == nil {
+		if err := sm.LoadRecord(key, value); err != nil || value == nil {
 			return
 		}
 		for id, g := range sm.groups {
