@@ -1,8 +1,11 @@
 package share
 
 import (
+	"encoding/binary"
 	"testing"
 	"time"
+
+	"github.com/ringbroker/ringbroker/nvme"
 )
 
 // FuzzShareRecord feeds arbitrary keys and values to the share record
@@ -47,6 +50,44 @@ func FuzzParseISODuration(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		if d, err := parseISODuration(s); err == nil && d < 0 {
 			t.Fatalf("parseISODuration(%q) = %v", s, d)
+		}
+	})
+}
+
+// FuzzBatchHeaders walks arbitrary bytes as record batches the way the
+// read_committed pass does (forEachBatchHeader, batchesEnd): it never
+// panics, reports only batches raw holds whole, in order, and batchesEnd
+// agrees with the last one.
+func FuzzBatchHeaders(f *testing.F) {
+	batch := func(base int64, lastDelta int32, attrs int16, pid int64) []byte {
+		b := make([]byte, nvme.BatchHeaderSize)
+		binary.BigEndian.PutUint64(b, uint64(base))
+		binary.BigEndian.PutUint32(b[8:], uint32(nvme.BatchHeaderSize-12))
+		b[16] = 2
+		binary.BigEndian.PutUint16(b[21:], uint16(attrs))
+		binary.BigEndian.PutUint32(b[23:], uint32(lastDelta))
+		binary.BigEndian.PutUint64(b[43:], uint64(pid))
+		return b
+	}
+	f.Add(batch(0, 4, 0x10, 7))
+	f.Add(append(batch(0, 4, 0, -1), batch(5, 0, 0x30, 7)...))
+	f.Add(append(batch(3, 1, 0x10, 9), 0, 1, 2))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		seen := 0
+		last := int64(-1)
+		forEachBatchHeader(raw, func(h nvme.BatchHeader) {
+			if h.Size() < nvme.BatchHeaderSize || int64(seen)+h.Size() > int64(len(raw)) {
+				t.Fatalf("batch of %d bytes at %d of %d", h.Size(), seen, len(raw))
+			}
+			if h.BaseOffset != int64(binary.BigEndian.Uint64(raw[seen:])) {
+				t.Fatalf("base offset %d at %d", h.BaseOffset, seen)
+			}
+			seen += int(h.Size())
+			last = h.LastOffset() + 1
+		})
+		if end := batchesEnd(raw); end != last {
+			t.Fatalf("batchesEnd %d, last batch ends at %d", end, last)
 		}
 	})
 }
