@@ -70,10 +70,8 @@ func (h shareHost) Closing() <-chan struct{} { return h.b.life.closing }
 // Every calls fn every d until the broker closes.
 func (h shareHost) Every(d time.Duration, fn func()) { h.b.every(d, fn) }
 
-// GroupPartition is the __consumer_offsets partition of group.
-func (h shareHost) GroupPartition(group string) int32 {
-	return groupPartition(group, int32(len(h.b.coord.groups.parts)))
-}
+// GroupPartition is the __consumer_offsets partition of group among n.
+func (h shareHost) GroupPartition(group string, n int32) int32 { return groupPartition(group, n) }
 
 // shareImage is the share.Image of a metadata image.
 type shareImage struct{ im *Image }

@@ -44,9 +44,10 @@ type Host interface {
 	Closing() <-chan struct{}
 	// Every calls fn every d until the broker closes; it blocks.
 	Every(d time.Duration, fn func())
-	// GroupPartition is the __consumer_offsets partition coordinating
-	// group: the index of its Manager (Store.AddManager order).
-	GroupPartition(group string) int32
+	// GroupPartition is the __consumer_offsets partition, of n,
+	// coordinating group: the index of its Manager (Store.AddManager
+	// order).
+	GroupPartition(group string, n int32) int32
 }
 
 // Partition is a topic partition on its owner shard, as the

@@ -101,7 +101,7 @@ func (s *Store) Start() { go s.flushLoop() }
 
 // managerOf is the Manager coordinating group.
 func (s *Store) managerOf(group string) *Manager {
-	return s.managers[s.host.GroupPartition(group)]
+	return s.managers[s.host.GroupPartition(group, int32(len(s.managers)))]
 }
 
 // shareTimer is an acquisition lock timer of one share-partition.
