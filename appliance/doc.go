@@ -21,8 +21,8 @@
 // adapter, authz.go the connection's principal and the handlers' checks,
 // conn.go the connection's side of security.SASLConn) and share (share
 // groups: share.Manager on the coordinator, share.Store's share-partitions
-// and sessions, their handlers; share_glue.go holds the share.Host
-// adapter).
+// and sessions, their handlers; shareHost and sharePart are its share.Host
+// and share.Partition adapters).
 //
 // Requests: a connection decodes a frame, looks its API up in the broker's
 // wire.Table (built once in New; no package-level table, so several brokers
