@@ -5,6 +5,7 @@ import (
 	"github.com/ringbroker/ringbroker/appliance/metadata"
 	"github.com/ringbroker/ringbroker/appliance/quota"
 	"github.com/ringbroker/ringbroker/appliance/security"
+	"github.com/ringbroker/ringbroker/appliance/share"
 	"github.com/ringbroker/ringbroker/appliance/txn"
 	"github.com/ringbroker/ringbroker/appliance/wire"
 )
@@ -49,9 +50,6 @@ func newAPITable(b *Broker) *wire.Table {
 		apiVersionsAPI, metadataAPI, describeLogDirsAPI, describeProducersAPI,
 		// Coordinators of groups and transactions.
 		findCoordinatorAPI,
-		// Share groups (KIP-932).
-		shareGroupHeartbeatAPI, shareGroupDescribeAPI, shareFetchAPI, shareAcknowledgeAPI,
-		describeShareGroupOffsetsAPI, alterShareGroupOffsetsAPI, deleteShareGroupOffsetsAPI,
 	} {
 		t.Register(d.bind(b))
 	}
@@ -66,5 +64,7 @@ func newAPITable(b *Broker) *wire.Table {
 	group.Register(t, groupBroker{b})
 	// Topics, configs, the cluster: the controller's admin APIs.
 	metadata.Register(t, ctlHost{b: b})
+	// Share groups (KIP-932).
+	share.Register(t, shareHost{b})
 	return t
 }

@@ -299,7 +299,7 @@ func (b *Broker) Close() error {
 		}
 		b.stopCleaner() // before partitions close: a pass in flight is abandoned
 		if b.coord.groups != nil {
-			b.coord.groups.share.flushOnClose() // share-partition start offsets (share_store.go)
+			b.coord.groups.share.FlushOnClose() // share-partition start offsets (share.Store)
 		}
 		b.writeLogStartOffsets()
 		err = b.closePartitions()

@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/ringbroker/ringbroker/appliance/share"
 )
 
 // ConfigKey describes one broker property.
@@ -198,13 +200,13 @@ func ConfigKeys() []ConfigKey {
 	for _, d := range topicConfigDefs {
 		add(ConfigKey{Name: d.brokerProp, Type: d.kind, Default: d.def, Doc: "broker default of the topic config " + d.name})
 	}
-	for _, d := range groupConfigDefs {
-		add(ConfigKey{Name: d.prop, Type: d.kind, Default: d.def, Doc: "broker default of the group config " + d.name})
-		if d.minProp != "" {
-			add(ConfigKey{Name: d.minProp, Type: d.kind, Default: d.minDef, Doc: "lower bound of the group config " + d.name})
+	for _, d := range share.ConfigDefs() {
+		add(ConfigKey{Name: d.Prop, Type: d.Kind, Default: d.Default, Doc: "broker default of the group config " + d.Name})
+		if d.MinProp != "" {
+			add(ConfigKey{Name: d.MinProp, Type: d.Kind, Default: d.MinDefault, Doc: "lower bound of the group config " + d.Name})
 		}
-		if d.maxProp != "" {
-			add(ConfigKey{Name: d.maxProp, Type: d.kind, Default: d.maxDef, Doc: "upper bound of the group config " + d.name})
+		if d.MaxProp != "" {
+			add(ConfigKey{Name: d.MaxProp, Type: d.Kind, Default: d.MaxDefault, Doc: "upper bound of the group config " + d.Name})
 		}
 	}
 	for _, f := range configKeyFamilies {
@@ -288,9 +290,9 @@ func suggestConfigKey(key string, known []ConfigKey) string {
 			return d.brokerProp
 		}
 	}
-	for _, d := range groupConfigDefs {
-		if key == d.name {
-			return d.prop
+	for _, d := range share.ConfigDefs() {
+		if key == d.Name {
+			return d.Prop
 		}
 	}
 	var cands []string

@@ -3,6 +3,7 @@ package appliance
 import (
 	"errors"
 	"github.com/ringbroker/ringbroker/appliance/quota"
+	"github.com/ringbroker/ringbroker/appliance/share"
 	"github.com/ringbroker/ringbroker/appliance/txn"
 	"go/ast"
 	"go/parser"
@@ -142,7 +143,7 @@ func TestConfigStrict(t *testing.T) {
 
 // TestConfigKeysRegistry checks the registry's own shape and that it agrees
 // with the defaults the readers apply (brokerDefaults, topicConfigDefs,
-// groupConfigDefs) and the types DescribeConfigs reports.
+// share.ConfigDefs) and the types DescribeConfigs reports.
 func TestConfigKeysRegistry(t *testing.T) {
 	types := []string{"boolean", "short", "int", "long", "double", "string", "list", "class", "password"}
 	seen := map[string]bool{}
@@ -322,8 +323,8 @@ func TestConfigKeysInSource(t *testing.T) {
 	for _, d := range topicConfigDefs {
 		other[d.name] = true
 	}
-	for _, d := range groupConfigDefs {
-		other[d.name] = true
+	for _, d := range share.ConfigDefs() {
+		other[d.Name] = true
 	}
 	for _, f := range configKeyFamilies {
 		other[f.prefix] = true

@@ -4,9 +4,9 @@
 // comment on its behaviour and versions and declaring its apiDef, which
 // newAPITable binds into the broker's wire.Table), the group coordinator's
 // wiring (appliance/group holds the coordinator; groupCoordinator and
-// offsetsPartition give it partitions, shards and the image), share
-// groups (KIP-932: share_group.go on the coordinator, share_store.go and
-// share_partition.go on the topic partitions' shards), the transaction
+// offsetsPartition give it partitions, shards and the image), the share
+// groups' wiring (KIP-932: appliance/share holds them; shareHost gives
+// them shards, partitions and the image), the transaction
 // coordinator, and the listeners (listeners.go); SASL and ACLs are
 // appliance/security's. It satisfies the small interfaces that cluster,
 // tiering and its concept packages declare.
@@ -19,15 +19,18 @@
 // SCRAM credentials, SASL authentication and the ACL/SCRAM admin handlers;
 // security_glue.go holds the image's aliases and the security.Broker
 // adapter, authz.go the connection's principal and the handlers' checks,
-// conn.go the connection's side of security.SASLConn).
+// conn.go the connection's side of security.SASLConn) and share (share
+// groups: share.Manager on the coordinator, share.Store's share-partitions
+// and sessions, their handlers; shareHost and sharePart are its share.Host
+// and share.Partition adapters).
 //
 // Requests: a connection decodes a frame, looks its API up in the broker's
 // wire.Table (built once in New; no package-level table, so several brokers
 // run in one process) and hands the handler a wire.Request whose Owner is
 // the request's reqState and whose Conn is the *conn (connOf and stateOf
 // get them back without allocating). Handlers that ask a coordinator's
-// shard use wire.Ask through askGroup, txn.Ask and askShare, each typed by
-// its reply.
+// shard use wire.Ask through askGroup, txn.Ask and share's askShare, each
+// typed by its reply.
 //
 // Goroutines and ownership:
 //   - each shard's loop (ioring.Shard) owns the partitions placed on it
@@ -43,10 +46,11 @@
 //     metadata changes);
 //   - the controller (ctl.mu) serialises metadata changes; readers load the
 //     immutable Image from an atomic pointer without locking;
-//   - a share-partition (share_partition.go) is owned by its topic
-//     partition's shard (shareStore.parts[shard id]); share groups by their
-//     __consumer_offsets partition's shard; share sessions are guarded by
-//     shareStore.mu, a leaf lock held only to check and move an epoch.
+//   - a share-partition (appliance/share) is owned by its topic
+//     partition's shard (share.Store's per-shard maps); share groups by
+//     their __consumer_offsets partition's shard; share sessions are
+//     guarded by share.Store's mutex, a leaf lock held only to check and
+//     move an epoch.
 //
 // Lock order: ctl.mu, then store.lsoMu, then front.mu. No lock is held while
 // waiting on a shard, except ctl.mu while the controller opens or closes

@@ -5,10 +5,10 @@ package appliance
 // appliance/group; this file gives it what it needs of the broker:
 //
 //   - offsetsPartition is one __consumer_offsets partition: it holds the
-//     partition's group.Manager and its shareManager (the share groups of
-//     KIP-932, which stay in appliance until appliance/share exists) on the
-//     partition's owner shard, and is the group.Env of both (clock, timers
-//     that post back to the shard, member ids, durable appends);
+//     partition's group.Manager and its share.Manager (the share groups of
+//     KIP-932, appliance/share) on the partition's owner shard, and is the
+//     group.Env and share.Env of both (clock, timers that post back to the
+//     shard, member ids, durable appends);
 //   - groupShards posts closures to the partitions' shards;
 //   - groupBroker and groupImage are what the handlers read of the broker
 //     (the loaded coordinator, the metadata image).
@@ -16,7 +16,7 @@ package appliance
 // At start the broker creates __consumer_offsets through the controller if
 // it is missing (compacted, internal), then replays every partition's log
 // into its managers before accepting connections: share records go to the
-// shareManager, everything else to the group.Manager.
+// share.Manager, everything else to the group.Manager.
 
 import (
 	"crypto/rand"
@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/ringbroker/ringbroker/appliance/group"
+	"github.com/ringbroker/ringbroker/appliance/share"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -46,7 +47,7 @@ type groupCoordinator struct {
 	cfg   group.Config
 	topic *TopicImage
 	parts []*offsetsPartition // by partition index; each used only on its shard
-	share *shareStore         // share-partitions and share sessions (share_store.go)
+	share *share.Store        // share groups, share-partitions and share sessions
 	gc    *group.Coordinator
 }
 
@@ -56,8 +57,8 @@ type offsetsPartition struct {
 	st    *shardState
 	key   tpKey
 	index int32
-	mgr   *groupManager // the partition's classic and consumer groups
-	share *shareManager // the share groups of this partition (share_group.go)
+	mgr   *groupManager  // the partition's classic and consumer groups
+	share *share.Manager // the share groups of this partition
 }
 
 // startGroupCoordinator creates __consumer_offsets when missing, replays
@@ -76,15 +77,17 @@ func (b *Broker) startGroupCoordinator() error {
 		}
 	}
 	gc := &groupCoordinator{b: b, cfg: cfg, topic: t}
-	gc.share = newShareStore(b)
+	// Invalid share properties fall back to Kafka's defaults, as the
+	// share groups always read them; the error is not fatal here.
+	shareCfg, _ := share.ConfigFromProps(b.cfg.Props)
+	gc.share = share.NewStore(shareHost{b}, shareCfg)
 	mgrs := make([]*group.Manager, 0, len(t.Partitions))
 	for _, p := range t.Partitions {
 		op := &offsetsPartition{gc: gc, st: b.shardFor(t, p.Partition), key: tpKey{t.ID, p.Partition}, index: p.Partition}
 		m := group.NewManager(op, cfg)
 		op.mgr = &groupManager{m}
-		op.share = newShareManager(op, m)
-		op.share.released = func(group, member string) { go gc.share.releaseMember(group, member, nil) }
-		op.share.dropGroup = func(group string) { gc.share.dropGroup(group, nil) }
+		op.share = gc.share.AddManager(op, m, op.st.id)
+		m.SetShareGroups(op.share)
 		gc.parts = append(gc.parts, op)
 		mgrs = append(mgrs, m)
 	}
@@ -111,7 +114,7 @@ func (b *Broker) startGroupCoordinator() error {
 	b.coord.groups = gc
 	b.log.Info("group coordinator loaded", "partitions", len(gc.parts), "took", time.Since(start).Round(time.Millisecond).String())
 	go gc.expiryLoop()
-	go gc.share.flushLoop()
+	gc.share.Start()
 	return nil
 }
 
@@ -130,8 +133,8 @@ func (op *offsetsPartition) load() error {
 			return nil
 		case b.Attributes&0x10 != 0: // a transactional offset commit
 			return m.LoadTxnRecord(b.ProducerID, r.Key, r.Value)
-		case isShareKey(r.Key): // share group records (share_group.go)
-			return op.share.loadRecord(r.Key, r.Value)
+		case share.IsShareKey(r.Key): // share group records (share.Manager)
+			return op.share.LoadRecord(r.Key, r.Value)
 		default:
 			return m.LoadRecord(r.Key, r.Value)
 		}

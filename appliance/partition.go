@@ -7,9 +7,9 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/share"
 	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -114,8 +114,8 @@ type partition struct {
 
 	offline error // set after an I/O error: the partition refuses reads and writes
 
-	waiters []*fetchWaiter // ShareFetch long polls
-	view    *partView      // offsets for other shards, parked Fetch long polls (partition_view.go)
+	waiters []*share.Waiter // ShareFetch long polls
+	view    *partView       // offsets for other shards, parked Fetch long polls (partition_view.go)
 
 	unflushed int64
 	lastFlush time.Time
@@ -135,12 +135,6 @@ type appendWait struct {
 	acks int16
 	done func(produceResult)
 	w    *produceWait
-}
-
-// fetchWaiter is a parked ShareFetch long poll; notify is buffered (1).
-type fetchWaiter struct {
-	notify chan struct{}
-	done   atomic.Bool
 }
 
 // parkedPoll is a Fetch parked on a partition, with the generation it
@@ -397,19 +391,16 @@ func (p *partition) wakeWaiters() {
 	}
 	p.view.givePolls(polls)
 	for _, w := range p.waiters {
-		select {
-		case w.notify <- struct{}{}:
-		default:
-		}
+		w.Wake()
 	}
 	p.waiters = p.waiters[:0]
 }
 
 // park registers w to be woken by the next append, dropping finished waiters.
-func (p *partition) park(w *fetchWaiter) {
+func (p *partition) park(w *share.Waiter) {
 	live := p.waiters[:0]
 	for _, x := range p.waiters {
-		if !x.done.Load() {
+		if !x.Done() {
 			live = append(live, x)
 		}
 	}

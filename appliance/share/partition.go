@@ -1,4 +1,4 @@
-package appliance
+package share
 
 // A share-partition's in-flight records (KIP-932, "Share-partition" and
 // "In-flight records"). One sharePartition is one share group's view of one
@@ -10,8 +10,7 @@ package appliance
 //
 // It is a pure state machine driven with an explicit clock (unix ms): the
 // owner shard of the topic partition calls it, and only that shard
-// (share_fetch.go), so it holds no locks. Tests drive it directly
-// (share_partition_test.go).
+// (sharePass), so it holds no locks. Tests drive it directly.
 //
 // Transitions: Available -> Acquired on a fetch (delivery count + 1);
 // Acquired -> Acknowledged on ACCEPT (1); Acquired -> Archived on REJECT
@@ -60,7 +59,7 @@ type inflightRecord struct {
 
 // sharePartConfig is the group configuration a share-partition applies,
 // read from the group's GROUP config resource and the broker defaults
-// (share_config.go).
+// (Config.Settings).
 type sharePartConfig struct {
 	lockMs        int64 // share.record.lock.duration.ms
 	deliveryLimit int16 // share.delivery.count.limit
@@ -90,11 +89,11 @@ type sharePartition struct {
 	cfg         sharePartConfig
 
 	// persisted is the SPSO last handed to the coordinator to persist;
-	// the share flusher writes the SPSO when it differs (share_fetch.go).
+	// the share flusher writes the SPSO when it differs (Store.flushLoop).
 	persisted int64
 
-	waiters   []*fetchWaiter // ShareFetch long polls to wake when records become Available
-	lockTimer *shareTimer    // fires at the earliest acquisition lock deadline
+	waiters   []*Waiter   // ShareFetch long polls to wake when records become Available
+	lockTimer *shareTimer // fires at the earliest acquisition lock deadline
 }
 
 func newSharePartition(group string, topic TopicID, partition int32, spso int64, stateEpoch int32, cfg sharePartConfig) *sharePartition {

@@ -1,10 +1,10 @@
-package appliance
+package share
 
 // ShareGroupHeartbeat (key 76), v1 (KIP-932, "ShareGroupHeartbeat API").
 //
 // Joins (MemberEpoch 0, with the member id the client generated and a
 // non-empty SubscribedTopicNames), leaves (-1) or heartbeats a share group
-// member on the group's coordinator (share_group.go). The answer carries
+// member on the group's coordinator (Manager.heartbeat). The answer carries
 // the member epoch, the heartbeat interval (share.heartbeat.interval.ms,
 // 5000 by default) and the member's assignment by topic id. A member that
 // sends nothing for share.session.timeout.ms (45000) is removed and the
@@ -25,9 +25,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var shareGroupHeartbeatAPI = apiDef{key: 76, min: 1, max: 1, handle: handleShareGroupHeartbeat}
+func (h *handlers) shareGroupHeartbeatAPI() wire.API {
+	return wire.API{Key: 76, Min: 1, Max: 1, Handle: h.handleShareGroupHeartbeat}
+}
 
-func handleShareGroupHeartbeat(b *Broker, r *wire.Request) any {
+func (h *handlers) handleShareGroupHeartbeat(r *wire.Request) any {
 	req := r.Req.(*kmsg.ShareGroupHeartbeatRequest)
 	return wire.Deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
@@ -36,21 +38,25 @@ func handleShareGroupHeartbeat(b *Broker, r *wire.Request) any {
 			resp.ErrorMessage = wire.ErrMessage(err)
 			return resp
 		}
-		if b.groupDenied(r, kmsg.ACLOperationRead, req.GroupID) {
+		if h.groupDenied(r, kmsg.ACLOperationRead, req.GroupID) {
 			return fail(kerr.GroupAuthorizationFailed)
 		}
-		im := b.currentImage()
-		settings := b.shareSettings(im, req.GroupID)
-		args := shareHeartbeatArgs{group: req.GroupID, member: req.MemberID, clientID: r.ClientID, clientHost: clientHost(connOf(r).remote),
+		s := h.host.Store()
+		if s == nil {
+			return fail(kerr.CoordinatorNotAvailable)
+		}
+		im := h.host.Image()
+		settings := s.cfg.settings(im.GroupConfigs(req.GroupID))
+		args := shareHeartbeatArgs{group: req.GroupID, member: req.MemberID, clientID: r.ClientID, clientHost: clientHost(r),
 			memberEpoch: req.MemberEpoch, rack: req.RackID, topics: req.SubscribedTopicNames, settings: settings, im: im}
-		res, ok := askShare(b, req.GroupID, func(sm *shareManager, reply func(shareHeartbeatResult)) { reply(sm.heartbeat(args)) }).Wait()
+		res, ok := askShare(s, req.GroupID, func(sm *Manager, reply func(shareHeartbeatResult)) { reply(sm.heartbeat(args)) }).Wait()
 		if !ok {
 			return fail(kerr.CoordinatorNotAvailable)
 		}
 		if res.err != nil {
 			return fail(res.err)
 		}
-		resp.MemberID = strPtr(req.MemberID)
+		resp.MemberID = kmsg.StringPtr(req.MemberID)
 		resp.MemberEpoch = res.epoch
 		resp.HeartbeatIntervalMillis = int32(settings.heartbeatInterval.Milliseconds())
 		if res.epoch >= 0 {

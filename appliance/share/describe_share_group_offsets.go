@@ -1,4 +1,4 @@
-package appliance
+package share
 
 // DescribeShareGroupOffsets (key 90), v0-v1 (KIP-932, "Share group
 // administration"; v1 adds Lag, KIP-1226).
@@ -21,13 +21,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var describeShareGroupOffsetsAPI = apiDef{key: 90, min: 0, max: 1, handle: handleDescribeShareGroupOffsets}
+func (h *handlers) describeShareGroupOffsetsAPI() wire.API {
+	return wire.API{Key: 90, Min: 0, Max: 1, Handle: h.handleDescribeShareGroupOffsets}
+}
 
-func handleDescribeShareGroupOffsets(b *Broker, r *wire.Request) any {
+func (h *handlers) handleDescribeShareGroupOffsets(r *wire.Request) any {
 	req := r.Req.(*kmsg.DescribeShareGroupOffsetsRequest)
 	return wire.Deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.DescribeShareGroupOffsetsResponse)
-		im := b.currentImage()
+		im := h.host.Image()
+		store := h.host.Store()
 		for _, rg := range req.Groups {
 			g := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
 			g.GroupID = rg.GroupID
@@ -35,11 +38,11 @@ func handleDescribeShareGroupOffsets(b *Broker, r *wire.Request) any {
 				g.ErrorCode = err.Code
 				resp.Groups = append(resp.Groups, g)
 			}
-			if err := b.groupRefusal(r, kmsg.ACLOperationDescribe, rg.GroupID); err != nil {
+			if err := h.groupRefusal(r, kmsg.ACLOperationDescribe, rg.GroupID); err != nil {
 				fail(err)
 				continue
 			}
-			ans, ok := askShare(b, rg.GroupID, func(sm *shareManager, reply func(shareViewAnswer)) {
+			ans, ok := askShare(store, rg.GroupID, func(sm *Manager, reply func(shareViewAnswer)) {
 				view, found := sm.view(rg.GroupID)
 				reply(shareViewAnswer{view, found})
 			}).Wait()
@@ -51,17 +54,17 @@ func handleDescribeShareGroupOffsets(b *Broker, r *wire.Request) any {
 				fail(kerr.GroupIDNotFound)
 				continue
 			}
-			part := func(t *TopicImage, p int32) kmsg.DescribeShareGroupOffsetsResponseGroupTopicPartition {
+			part := func(t *Topic, p int32) kmsg.DescribeShareGroupOffsetsResponseGroupTopicPartition {
 				rp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
 				rp.Partition, rp.StartOffset, rp.LeaderEpoch = p, -1, -1
-				if t == nil || p < 0 || int(p) >= len(t.Partitions) {
+				if !t.has(p) {
 					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 					return rp
 				}
 				if s, ok := ans.view.parts[shareTP{t.ID, p}]; ok {
 					rp.StartOffset = s.offset
-					rp.LeaderEpoch = t.Partitions[p].LeaderEpoch
-					spso, lag, hw, live := b.coord.groups.share.liveStart(rg.GroupID, t, p)
+					_, rp.LeaderEpoch = im.Leader(t.ID, p)
+					spso, lag, hw, live := store.liveStart(rg.GroupID, t.ID, p)
 					switch {
 					case live:
 						rp.StartOffset, rp.Lag = spso, lag
@@ -78,13 +81,13 @@ func handleDescribeShareGroupOffsets(b *Broker, r *wire.Request) any {
 				}
 				var names []string
 				for id := range byTopic {
-					if t := im.TopicsByID[id]; t != nil && !b.topicDenied(r, kmsg.ACLOperationDescribe, t.Name) {
+					if t, ok := im.TopicByID(id); ok && !h.topicDenied(r, kmsg.ACLOperationDescribe, t.Name) {
 						names = append(names, t.Name)
 					}
 				}
 				sort.Strings(names)
 				for _, name := range names {
-					t := im.Topics[name]
+					t := topicByName(im, name)
 					rt := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
 					rt.Topic, rt.TopicID = name, t.ID
 					ps := byTopic[t.ID]
@@ -96,7 +99,7 @@ func handleDescribeShareGroupOffsets(b *Broker, r *wire.Request) any {
 				}
 			} else {
 				for _, qt := range rg.Topics {
-					t := im.Topics[qt.Topic]
+					t := topicByName(im, qt.Topic)
 					rt := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
 					rt.Topic = qt.Topic
 					if t != nil {
@@ -104,7 +107,7 @@ func handleDescribeShareGroupOffsets(b *Broker, r *wire.Request) any {
 					}
 					for _, p := range qt.Partitions {
 						rp := part(t, p)
-						if t != nil && b.topicDenied(r, kmsg.ACLOperationDescribe, t.Name) {
+						if t != nil && h.topicDenied(r, kmsg.ACLOperationDescribe, t.Name) {
 							rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 						}
 						rt.Partitions = append(rt.Partitions, rp)

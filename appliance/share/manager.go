@@ -1,15 +1,15 @@
-package appliance
+package share
 
 // Share groups on their coordinator (KIP-932, "Share group membership" and
 // "Share-group state persistence"). A share group is coordinated, like a
 // classic group, by __consumer_offsets partition hash(group.id) % 50: its
-// shareManager lives next to that partition's groupManager on the
+// Manager lives next to that partition's classic group manager on the
 // partition's owner shard and is driven only there (handlers post closures
 // and wait). It holds the members (client-chosen member ids, member epoch,
 // subscribed topic names, assignment), the group epoch, and the persisted
 // share-partition start offsets (SPSO) with their state epochs. The
 // in-flight records themselves live on the topic partitions' shards
-// (share_partition.go, share_fetch.go).
+// (sharePartition, driven by sharePass).
 //
 // Assignment is server-side and simple: each subscribed topic's partitions
 // are spread round-robin over the members subscribed to it (in member id
@@ -43,7 +43,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/ringbroker/ringbroker/appliance/group"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -99,47 +98,46 @@ func (g *shareGroup) sortedMembers() []*shareMember {
 	return out
 }
 
-// shareManager holds the share groups of one __consumer_offsets partition.
-// Every method runs on that partition's owner shard.
-type shareManager struct {
-	env     shareEnv
-	classic classicGroups // the same partition's classic groups: one group id namespace
+// Manager holds the share groups of one __consumer_offsets partition.
+// Every method runs on that partition's owner shard (Store.AddManager
+// makes one per partition).
+type Manager struct {
+	env     Env
+	classic ClassicGroups // the same partition's classic groups: one group id namespace
 	groups  map[string]*shareGroup
+	shard   int // the owner shard of the partition (Store.AddManager)
 	// released is called (on this shard) when a member leaves or expires,
 	// to release the records it holds; it posts to the partitions' shards.
 	released func(group, member string)
 	// image is the current metadata image, for assignments computed on a
 	// timer (a member's session expiry); nil in tests that pass images.
-	image func() *Image
+	image func() Image
 	// dropGroup drops a deleted share group's share-partitions on every
-	// shard (shareStore.dropGroup); it blocks, so it runs off the shard.
+	// shard (Store.dropGroup); it blocks, so it runs off the shard.
 	// nil in tests.
 	dropGroup func(group string)
 }
 
-// shareEnv is what the share groups need of their __consumer_offsets
-// partition (a group.Env satisfies it): timers whose callbacks run on the
+// Env is what the share groups need of their __consumer_offsets
+// partition (the group coordinator's environment satisfies it): timers whose callbacks run on the
 // partition's shard and durable appends.
-type shareEnv interface {
+type Env interface {
 	AfterFunc(d time.Duration, fn func()) interface{ Stop() }
 	Persist(recs []kmsg.Record, done func(error))
 }
 
-// classicGroups is what the share groups need of the same partition's
-// classic and consumer groups (a group.Manager): whether an id is taken.
-type classicGroups interface {
+// ClassicGroups is what the share groups need of the same partition's
+// classic and consumer groups (the group coordinator's manager): whether an
+// id is taken.
+type ClassicGroups interface {
 	HasGroup(id string) bool
 }
 
-// newShareManager returns the share groups of one partition beside its
-// classic groups, and makes them the classic groups' group.ShareGroups.
-func newShareManager(env shareEnv, classic *group.Manager) *shareManager {
-	sm := &shareManager{env: env, classic: classic, groups: map[string]*shareGroup{}, released: func(string, string) {}}
-	classic.SetShareGroups(sm)
-	if op, ok := env.(*offsetsPartition); ok {
-		sm.image = op.gc.b.currentImage
-	}
-	return sm
+// newManager returns the share groups of one partition beside its
+// classic groups (the caller makes the Manager the classic groups' share
+// group seam: IsShareGroup, EachShareGroup, DeleteShareGroup).
+func newManager(env Env, classic ClassicGroups) *Manager {
+	return &Manager{env: env, classic: classic, groups: map[string]*shareGroup{}, released: func(string, string) {}}
 }
 
 // Record encoding.
@@ -172,8 +170,8 @@ func sharePartitionRecord(group string, tp shareTP, s shareStart) kmsg.Record {
 	return kmsg.Record{Key: sharePartitionKey(group, tp), Value: v}
 }
 
-// isShareKey reports whether a __consumer_offsets key is one of ours.
-func isShareKey(key []byte) bool {
+// IsShareKey reports whether a __consumer_offsets key is one of ours.
+func IsShareKey(key []byte) bool {
 	if len(key) < 2 {
 		return false
 	}
@@ -181,8 +179,8 @@ func isShareKey(key []byte) bool {
 	return v == shareGroupKeyVersion || v == sharePartitionKeyVersion
 }
 
-// loadRecord applies one replayed share record (key version 100 or 101).
-func (sm *shareManager) loadRecord(key, value []byte) error {
+// LoadRecord applies one replayed share record (key version 100 or 101).
+func (sm *Manager) LoadRecord(key, value []byte) error {
 	if len(key) < 4 {
 		return fmt.Errorf("cannot read share key of %d bytes", len(key))
 	}
@@ -230,7 +228,7 @@ func (sm *shareManager) loadRecord(key, value []byte) error {
 }
 
 // group returns group id's share group, creating it (in memory) if missing.
-func (sm *shareManager) group(id string) *shareGroup {
+func (sm *Manager) group(id string) *shareGroup {
 	g := sm.groups[id]
 	if g == nil {
 		g = &shareGroup{id: id, members: map[string]*shareMember{}, parts: map[shareTP]shareStart{}}
@@ -240,7 +238,7 @@ func (sm *shareManager) group(id string) *shareGroup {
 }
 
 // isClassic reports whether id names a classic group of this partition.
-func (sm *shareManager) isClassic(id string) bool {
+func (sm *Manager) isClassic(id string) bool {
 	return sm.classic.HasGroup(id)
 }
 
@@ -251,7 +249,7 @@ type shareHeartbeatArgs struct {
 	rack                                *string
 	topics                              []string // nil: unchanged
 	settings                            shareGroupSettings
-	im                                  *Image
+	im                                  Image
 }
 
 // shareHeartbeatResult is a ShareGroupHeartbeat's answer.
@@ -263,7 +261,7 @@ type shareHeartbeatResult struct {
 
 // heartbeat handles a ShareGroupHeartbeat: epoch 0 joins, -1 leaves, any
 // other must be the member's current (or previous) epoch.
-func (sm *shareManager) heartbeat(a shareHeartbeatArgs) shareHeartbeatResult {
+func (sm *Manager) heartbeat(a shareHeartbeatArgs) shareHeartbeatResult {
 	switch {
 	case a.group == "":
 		return shareHeartbeatResult{err: fmt.Errorf("%w: group id is empty", kerr.InvalidRequest)}
@@ -345,7 +343,7 @@ func (sm *shareManager) heartbeat(a shareHeartbeatArgs) shareHeartbeatResult {
 }
 
 // bump moves the group epoch on and persists the group record.
-func (sm *shareManager) bump(g *shareGroup) {
+func (sm *Manager) bump(g *shareGroup) {
 	g.epoch++
 	g.assignEpoch = g.epoch
 	sm.env.Persist([]kmsg.Record{shareGroupRecord(g)}, func(error) {})
@@ -353,7 +351,7 @@ func (sm *shareManager) bump(g *shareGroup) {
 
 // removeMember drops m from g, recomputes the assignment and releases the
 // records m holds.
-func (sm *shareManager) removeMember(g *shareGroup, m *shareMember, im *Image) {
+func (sm *Manager) removeMember(g *shareGroup, m *shareMember, im Image) {
 	if m.timer != nil {
 		m.timer.Stop()
 	}
@@ -365,7 +363,7 @@ func (sm *shareManager) removeMember(g *shareGroup, m *shareMember, im *Image) {
 
 // reassign recomputes every member's assignment from the subscriptions and
 // the topics in im; it reports whether any member's assignment changed.
-func (sm *shareManager) reassign(g *shareGroup, im *Image) bool {
+func (sm *Manager) reassign(g *shareGroup, im Image) bool {
 	next := shareAssignment(g.sortedMembers(), im)
 	changed := false
 	for _, m := range g.members {
@@ -380,7 +378,7 @@ func (sm *shareManager) reassign(g *shareGroup, im *Image) bool {
 
 // shareAssignment spreads each subscribed topic's partitions over the
 // members subscribed to it (members in id order).
-func shareAssignment(members []*shareMember, im *Image) map[string]map[TopicID][]int32 {
+func shareAssignment(members []*shareMember, im Image) map[string]map[TopicID][]int32 {
 	out := make(map[string]map[TopicID][]int32, len(members))
 	byTopic := map[string][]string{}
 	for _, m := range members {
@@ -390,11 +388,11 @@ func shareAssignment(members []*shareMember, im *Image) map[string]map[TopicID][
 		}
 	}
 	for name, subs := range byTopic {
-		t := im.Topics[name]
-		if t == nil || len(t.Partitions) == 0 {
+		t, ok := im.TopicByName(name)
+		if !ok || t.Partitions == 0 {
 			continue
 		}
-		np := len(t.Partitions)
+		np := int(t.Partitions)
 		if len(subs) <= np {
 			for p := 0; p < np; p++ {
 				id := subs[p%len(subs)]
@@ -422,7 +420,7 @@ func sameShareAssignment(a, b map[TopicID][]int32) bool {
 }
 
 // startFor returns the persisted state of a share-partition.
-func (sm *shareManager) startFor(group string, tp shareTP) (shareStart, bool) {
+func (sm *Manager) startFor(group string, tp shareTP) (shareStart, bool) {
 	g := sm.groups[group]
 	if g == nil {
 		return shareStart{}, false
@@ -438,7 +436,7 @@ func (sm *shareManager) startFor(group string, tp shareTP) (shareStart, bool) {
 // DeleteShareGroupOffsets cannot bring the state back. Updates carrying an
 // older state epoch than the persisted one are stale and dropped (an
 // AlterShareGroupOffsets came in between). done gets the durable result.
-func (sm *shareManager) setStart(group string, tp shareTP, s shareStart, create bool, done func(error)) {
+func (sm *Manager) setStart(group string, tp shareTP, s shareStart, create bool, done func(error)) {
 	if sm.isClassic(group) {
 		done(fmt.Errorf("%w: group %q is not a share group", kerr.GroupIDNotFound, group))
 		return
@@ -465,7 +463,7 @@ func (sm *shareManager) setStart(group string, tp shareTP, s shareStart, create 
 
 // deleteGroup deletes an Empty share group and its share-partition states.
 // ok is false when id is no share group here.
-func (sm *shareManager) deleteGroup(id string, done func(*kerr.Error)) bool {
+func (sm *Manager) deleteGroup(id string, done func(*kerr.Error)) bool {
 	g := sm.groups[id]
 	if g == nil {
 		return false
@@ -507,7 +505,7 @@ func sortedShareTPs(m map[shareTP]shareStart) []shareTP {
 // alterStarts sets SPSOs of an Empty (or new) share group durably
 // (AlterShareGroupOffsets); every state epoch moves on. The group error is
 // NON_EMPTY_GROUP with members, GROUP_ID_NOT_FOUND for a classic group.
-func (sm *shareManager) alterStarts(group string, starts map[shareTP]int64, done func(*kerr.Error, map[shareTP]shareStart)) {
+func (sm *Manager) alterStarts(group string, starts map[shareTP]int64, done func(*kerr.Error, map[shareTP]shareStart)) {
 	switch {
 	case group == "":
 		done(kerr.InvalidGroupID, nil)
@@ -550,7 +548,7 @@ func (sm *shareManager) alterStarts(group string, starts map[shareTP]int64, done
 
 // deleteStarts deletes the share-partition states of topics of an Empty
 // share group (DeleteShareGroupOffsets).
-func (sm *shareManager) deleteStarts(group string, topics map[TopicID]bool, done func(*kerr.Error)) {
+func (sm *Manager) deleteStarts(group string, topics map[TopicID]bool, done func(*kerr.Error)) {
 	g := sm.groups[group]
 	switch {
 	case group == "":
@@ -599,7 +597,7 @@ type shareMemberView struct {
 	assignment                     map[TopicID][]int32
 }
 
-func (sm *shareManager) view(id string) (shareGroupView, bool) {
+func (sm *Manager) view(id string) (shareGroupView, bool) {
 	g := sm.groups[id]
 	if g == nil {
 		return shareGroupView{}, false
@@ -615,7 +613,7 @@ func (sm *shareManager) view(id string) (shareGroupView, bool) {
 	return v, true
 }
 
-func (sm *shareManager) list() []shareGroupView {
+func (sm *Manager) list() []shareGroupView {
 	out := make([]shareGroupView, 0, len(sm.groups))
 	for _, g := range sm.groups {
 		out = append(out, shareGroupView{id: g.id, state: g.state()})
@@ -626,15 +624,15 @@ func (sm *shareManager) list() []shareGroupView {
 // shareNow is the clock of the share state machines, in unix ms.
 func shareNow() int64 { return time.Now().UnixMilli() }
 
-// The group.ShareGroups a shareManager is to its partition's group.Manager
-// (the one group id namespace; ListGroups and DeleteGroups).
+// The share group seam a Manager is to its partition's classic group
+// manager (the one group id namespace; ListGroups and DeleteGroups).
 
 // IsShareGroup reports whether id names a share group of this partition.
-func (sm *shareManager) IsShareGroup(id string) bool { return sm.groups[id] != nil }
+func (sm *Manager) IsShareGroup(id string) bool { return sm.groups[id] != nil }
 
 // EachShareGroup calls fn with every share group's id and state, for
 // ListGroups.
-func (sm *shareManager) EachShareGroup(fn func(id, state string)) {
+func (sm *Manager) EachShareGroup(fn func(id, state string)) {
 	for _, v := range sm.list() {
 		fn(v.id, v.state)
 	}
@@ -644,7 +642,7 @@ func (sm *shareManager) EachShareGroup(fn func(id, state string)) {
 // when id is a share group it deletes it (NON_EMPTY_GROUP with members),
 // drops its share-partitions on every shard and answers through reply;
 // false when id is no share group.
-func (sm *shareManager) DeleteShareGroup(id string, reply func(*kerr.Error)) bool {
+func (sm *Manager) DeleteShareGroup(id string, reply func(*kerr.Error)) bool {
 	return sm.deleteGroup(id, func(err *kerr.Error) {
 		if err != nil || sm.dropGroup == nil {
 			reply(err)

@@ -1,4 +1,4 @@
-package appliance
+package share
 
 // ShareGroupDescribe (key 77), v1 (KIP-932, "ShareGroupDescribe API").
 //
@@ -18,13 +18,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var shareGroupDescribeAPI = apiDef{key: 77, min: 1, max: 1, handle: handleShareGroupDescribe}
+func (h *handlers) shareGroupDescribeAPI() wire.API {
+	return wire.API{Key: 77, Min: 1, Max: 1, Handle: h.handleShareGroupDescribe}
+}
 
-func handleShareGroupDescribe(b *Broker, r *wire.Request) any {
+func (h *handlers) handleShareGroupDescribe(r *wire.Request) any {
 	req := r.Req.(*kmsg.ShareGroupDescribeRequest)
 	return wire.Deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.ShareGroupDescribeResponse)
-		im := b.currentImage()
+		im := h.host.Image()
+		s := h.host.Store()
 		for _, id := range req.GroupIDs {
 			g := kmsg.NewShareGroupDescribeResponseGroup()
 			g.GroupID = id
@@ -32,11 +35,11 @@ func handleShareGroupDescribe(b *Broker, r *wire.Request) any {
 				g.ErrorCode = err.Code
 				resp.Groups = append(resp.Groups, g)
 			}
-			if err := b.groupRefusal(r, kmsg.ACLOperationDescribe, id); err != nil {
+			if err := h.groupRefusal(r, kmsg.ACLOperationDescribe, id); err != nil {
 				fail(err)
 				continue
 			}
-			ans, ok := askShare(b, id, func(sm *shareManager, reply func(shareViewAnswer)) {
+			ans, ok := askShare(s, id, func(sm *Manager, reply func(shareViewAnswer)) {
 				view, found := sm.view(id)
 				reply(shareViewAnswer{view, found})
 			}).Wait()
@@ -45,7 +48,7 @@ func handleShareGroupDescribe(b *Broker, r *wire.Request) any {
 				continue
 			}
 			if !ans.found {
-				g.ErrorMessage = strPtr("group " + id + " is not a share group")
+				g.ErrorMessage = kmsg.StringPtr("group " + id + " is not a share group")
 				fail(kerr.GroupIDNotFound)
 				continue
 			}
@@ -55,7 +58,7 @@ func handleShareGroupDescribe(b *Broker, r *wire.Request) any {
 				dm := kmsg.NewShareGroupDescribeResponseGroupMember()
 				dm.MemberID, dm.MemberEpoch, dm.ClientID, dm.ClientHost = m.id, m.epoch, m.clientID, m.clientHost
 				if m.rack != "" {
-					dm.RackID = strPtr(m.rack)
+					dm.RackID = kmsg.StringPtr(m.rack)
 				}
 				dm.SubscribedTopicNames = m.topics
 				if dm.SubscribedTopicNames == nil {
@@ -69,7 +72,7 @@ func handleShareGroupDescribe(b *Broker, r *wire.Request) any {
 				for _, tid := range ids {
 					tp := kmsg.NewShareGroupDescribeResponseGroupMemberAssignmentTopicPartition()
 					tp.TopicID = tid
-					if t := im.TopicsByID[tid]; t != nil {
+					if t, ok := im.TopicByID(tid); ok {
 						tp.Topic = t.Name
 					}
 					tp.Partitions = slices.Clone(m.assignment[tid])

@@ -1,4 +1,4 @@
-package appliance
+package share
 
 // AlterShareGroupOffsets (key 91), v0 (KIP-932, "Share group
 // administration").
@@ -19,26 +19,29 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var alterShareGroupOffsetsAPI = apiDef{key: 91, min: 0, max: 0, handle: handleAlterShareGroupOffsets}
+func (h *handlers) alterShareGroupOffsetsAPI() wire.API {
+	return wire.API{Key: 91, Min: 0, Max: 0, Handle: h.handleAlterShareGroupOffsets}
+}
 
-func handleAlterShareGroupOffsets(b *Broker, r *wire.Request) any {
+func (h *handlers) handleAlterShareGroupOffsets(r *wire.Request) any {
 	req := r.Req.(*kmsg.AlterShareGroupOffsetsRequest)
 	return wire.Deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
-		im := b.currentImage()
+		im := h.host.Image()
+		s := h.host.Store()
 		fail := func(err *kerr.Error) any {
 			resp.ErrorCode = err.Code
-			resp.ErrorMessage = strPtr(err.Message)
+			resp.ErrorMessage = kmsg.StringPtr(err.Message)
 			return resp
 		}
-		if err := b.groupRefusal(r, kmsg.ACLOperationRead, req.GroupID); err != nil {
+		if err := h.groupRefusal(r, kmsg.ACLOperationRead, req.GroupID); err != nil {
 			return fail(err)
 		}
 		starts := map[shareTP]int64{}
 		type ref struct{ ti, pi int }
 		refs := map[shareTP]ref{}
 		for _, qt := range req.Topics {
-			t := im.Topics[qt.Topic]
+			t := topicByName(im, qt.Topic)
 			rt := kmsg.NewAlterShareGroupOffsetsResponseTopic()
 			rt.Topic = qt.Topic
 			if t != nil {
@@ -48,9 +51,9 @@ func handleAlterShareGroupOffsets(b *Broker, r *wire.Request) any {
 				rp := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
 				rp.Partition = qp.Partition
 				switch {
-				case t == nil || qp.Partition < 0 || int(qp.Partition) >= len(t.Partitions):
+				case !t.has(qp.Partition):
 					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				case b.topicDenied(r, kmsg.ACLOperationRead, t.Name):
+				case h.topicDenied(r, kmsg.ACLOperationRead, t.Name):
 					rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				case qp.StartOffset < 0:
 					rp.ErrorCode = kerr.InvalidRequest.Code
@@ -70,7 +73,7 @@ func handleAlterShareGroupOffsets(b *Broker, r *wire.Request) any {
 			err *kerr.Error
 			out map[shareTP]shareStart
 		}
-		ans, ok := askShare(b, req.GroupID, func(sm *shareManager, reply func(answer)) {
+		ans, ok := askShare(s, req.GroupID, func(sm *Manager, reply func(answer)) {
 			sm.alterStarts(req.GroupID, starts, func(err *kerr.Error, out map[shareTP]shareStart) { reply(answer{err, out}) })
 		}).Wait()
 		if !ok {
@@ -83,7 +86,7 @@ func handleAlterShareGroupOffsets(b *Broker, r *wire.Request) any {
 			}
 			return fail(ans.err)
 		}
-		b.coord.groups.share.resetStarts(req.GroupID, ans.out)
+		s.resetStarts(req.GroupID, ans.out)
 		return resp
 	})
 }

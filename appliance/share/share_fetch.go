@@ -1,4 +1,4 @@
-package appliance
+package share
 
 // ShareFetch (key 78), v1-v2 (KIP-932; v2 adds ShareAcquireMode and
 // IsRenewAck, KIP-1206 and KIP-1222).
@@ -46,28 +46,30 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var shareFetchAPI = apiDef{key: 78, min: 1, max: 2, handle: handleShareFetch}
-
 // shareDefaultMaxRecords is the MaxRecords of a request that sets none
 // (v0 had none; Kafka's share.max.fetch.records default).
 const shareDefaultMaxRecords = 500
 
-func handleShareFetch(b *Broker, r *wire.Request) any {
-	req := r.Req.(*kmsg.ShareFetchRequest)
-	return wire.Deferred(func() any { return b.shareFetch(r, req) })
+func (h *handlers) shareFetchAPI() wire.API {
+	return wire.API{Key: 78, Min: 1, Max: 2, Handle: h.handleShareFetch}
 }
 
-func (b *Broker) shareFetch(r *wire.Request, req *kmsg.ShareFetchRequest) *kmsg.ShareFetchResponse {
+func (h *handlers) handleShareFetch(r *wire.Request) any {
+	req := r.Req.(*kmsg.ShareFetchRequest)
+	return wire.Deferred(func() any { return h.shareFetch(r, req) })
+}
+
+func (h *handlers) shareFetch(r *wire.Request, req *kmsg.ShareFetchRequest) *kmsg.ShareFetchResponse {
 	start := time.Now()
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
 	fail := func(code int16) *kmsg.ShareFetchResponse {
 		resp.ErrorCode = code
 		return resp
 	}
-	if b.coord.groups == nil {
+	s := h.host.Store()
+	if s == nil {
 		return fail(kerr.UnknownServerError.Code)
 	}
-	s := b.coord.groups.share
 	group, member := deref(req.GroupID), deref(req.MemberID)
 	switch {
 	case group == "" || !validShareMemberID(member):
@@ -76,14 +78,14 @@ func (b *Broker) shareFetch(r *wire.Request, req *kmsg.ShareFetchRequest) *kmsg.
 		return fail(kerr.InvalidRequest.Code)
 	case req.MaxRecords < 0 || req.BatchSize < 0 || req.MaxBytes < 0:
 		return fail(kerr.InvalidRequest.Code)
-	case b.groupDenied(r, kmsg.ACLOperationRead, group):
+	case h.groupDenied(r, kmsg.ACLOperationRead, group):
 		return fail(kerr.GroupAuthorizationFailed.Code)
 	}
-	if code := b.shareMemberCheck(group, member); code != 0 {
+	if code := s.memberCheck(group, member); code != 0 {
 		return fail(code)
 	}
-	im := b.currentImage()
-	settings := b.shareSettings(im, group)
+	im := h.host.Image()
+	settings := s.cfg.settings(im.GroupConfigs(group))
 	resp.AcquisitionLockTimeoutMillis = int32(settings.part.lockMs)
 
 	items := map[tpKey]*shareItem{}
@@ -91,9 +93,9 @@ func (b *Broker) shareFetch(r *wire.Request, req *kmsg.ShareFetchRequest) *kmsg.
 	add := map[tpKey]int32{}
 	hasAcks := false
 	for _, t := range req.Topics {
-		topic := im.TopicsByID[TopicID(t.TopicID)]
+		topic := topicByID(im, t.TopicID)
 		for _, p := range t.Partitions {
-			tp := tpKey{TopicID(t.TopicID), p.Partition}
+			tp := tpKey{t.TopicID, p.Partition}
 			it := &shareItem{topic: topic, tp: tp, maxBytes: p.PartitionMaxBytes}
 			for _, a := range p.AcknowledgementBatches {
 				it.acks = append(it.acks, shareAck{a.FirstOffset, a.LastOffset, a.AcknowledgeTypes})
@@ -103,9 +105,9 @@ func (b *Broker) shareFetch(r *wire.Request, req *kmsg.ShareFetchRequest) *kmsg.
 			switch {
 			case topic == nil:
 				it.errCode = kerr.UnknownTopicID.Code
-			case p.Partition < 0 || int(p.Partition) >= len(topic.Partitions):
+			case !topic.has(p.Partition):
 				it.errCode = kerr.UnknownTopicOrPartition.Code
-			case b.topicDenied(r, kmsg.ACLOperationRead, topic.Name):
+			case h.topicDenied(r, kmsg.ACLOperationRead, topic.Name):
 				it.errCode = kerr.TopicAuthorizationFailed.Code
 			}
 			if it.errCode != 0 {
@@ -130,10 +132,10 @@ func (b *Broker) shareFetch(r *wire.Request, req *kmsg.ShareFetchRequest) *kmsg.
 	var forget []tpKey
 	for _, f := range req.ForgottenTopicsData {
 		for _, p := range f.Partitions {
-			forget = append(forget, tpKey{TopicID(f.TopicID), p})
+			forget = append(forget, tpKey{f.TopicID, p})
 		}
 	}
-	parts, next, released, code := s.openSession(connOf(r), group, member, req.ShareSessionEpoch, add, forget)
+	parts, next, released, code := s.openSession(r.Conn, group, member, req.ShareSessionEpoch, add, forget)
 	if code != 0 {
 		return fail(code)
 	}
@@ -145,8 +147,8 @@ func (b *Broker) shareFetch(r *wire.Request, req *kmsg.ShareFetchRequest) *kmsg.
 	for tp, mb := range parts {
 		it := items[tp]
 		if it == nil {
-			topic := im.TopicsByID[tp.id]
-			if topic == nil || int(tp.p) >= len(topic.Partitions) {
+			topic := topicByID(im, tp.id)
+			if topic == nil || tp.p >= topic.Partitions {
 				continue // deleted since it joined the session
 			}
 			it = &shareItem{topic: topic, tp: tp, maxBytes: mb}
@@ -169,9 +171,9 @@ func (b *Broker) shareFetch(r *wire.Request, req *kmsg.ShareFetchRequest) *kmsg.
 		pass.maxBytes = 52428800
 	}
 	wait := fetch && req.MaxWaitMillis > 0
-	var w *fetchWaiter
+	var w *Waiter
 	if wait {
-		w = &fetchWaiter{notify: make(chan struct{}, 1)}
+		w = NewWaiter()
 		defer w.done.Store(true)
 		pass.parked = w
 	}
@@ -203,10 +205,10 @@ func (b *Broker) shareFetch(r *wire.Request, req *kmsg.ShareFetchRequest) *kmsg.
 			case <-w.notify:
 				timer.Stop()
 			case <-timer.C:
-			case <-connOf(r).closed:
+			case <-connClosed(r):
 				timer.Stop()
 				return fail(kerr.UnknownServerError.Code)
-			case <-b.life.closing:
+			case <-h.host.Closing():
 				timer.Stop()
 				return fail(kerr.UnknownServerError.Code)
 			}
@@ -236,7 +238,7 @@ func (b *Broker) shareFetch(r *wire.Request, req *kmsg.ShareFetchRequest) *kmsg.
 			rp.AcknowledgeErrorCode = wire.ErrCode(it.ackErr)
 			rp.AcknowledgeErrorMessage = wire.ErrMessage(it.ackErr)
 		}
-		rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = b.shareLeader(it.topic, it.tp.p)
+		rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = shareLeader(im, it.topic, it.tp.p)
 		if len(it.acquired) > 0 {
 			rp.Records = it.records
 			for _, a := range it.acquired {
@@ -265,12 +267,12 @@ func validShareMemberID(id string) bool {
 	return len(id) == 22 || id[22:] == "=="
 }
 
-// shareMemberCheck answers UNKNOWN_MEMBER_ID (0 when fine) for a member
+// memberCheck answers UNKNOWN_MEMBER_ID (0 when fine) for a member
 // that is not in the share group (it never joined with
 // ShareGroupHeartbeat, left, or expired): such a member acquires and
 // acknowledges nothing.
-func (b *Broker) shareMemberCheck(group, member string) int16 {
-	isMember, ok := askShare(b, group, func(sm *shareManager, reply func(bool)) {
+func (s *Store) memberCheck(group, member string) int16 {
+	isMember, ok := askShare(s, group, func(sm *Manager, reply func(bool)) {
 		g := sm.groups[group]
 		reply(g != nil && g.members[member] != nil)
 	}).Wait()
@@ -283,9 +285,20 @@ func (b *Broker) shareMemberCheck(group, member string) int16 {
 	return 0
 }
 
-func deref(s *string) string {
-	if s == nil {
-		return ""
+// topicByID is the topic with id in im, nil when there is none.
+func topicByID(im Image, id TopicID) *Topic {
+	t, ok := im.TopicByID(id)
+	if !ok {
+		return nil
 	}
-	return *s
+	return &t
+}
+
+// topicByName is the topic named name in im, nil when there is none.
+func topicByName(im Image, name string) *Topic {
+	t, ok := im.TopicByName(name)
+	if !ok {
+		return nil
+	}
+	return &t
 }

@@ -1,4 +1,4 @@
-package appliance
+package share
 
 import (
 	"errors"
@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ringbroker/ringbroker/appliance/group"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -209,24 +208,13 @@ func TestSharePartitionLogStartAndReset(t *testing.T) {
 }
 
 // shareTestImage has topic "t" with 2 partitions and "u" with 1.
-func shareTestImage() *Image {
-	im := emptyImage()
-	for i, spec := range []struct {
-		name string
-		n    int
-	}{{"t", 2}, {"u", 1}} {
-		ti := &TopicImage{Name: spec.name, ID: TopicID{byte(i + 1)}}
-		for p := 0; p < spec.n; p++ {
-			ti.Partitions = append(ti.Partitions, PartitionImage{Partition: int32(p)})
-		}
-		im.Topics[ti.Name], im.TopicsByID[ti.ID] = ti, ti
-	}
-	return im
+func shareTestImage() Image {
+	return fakeImage{{ID: TopicID{1}, Name: "t", Partitions: 2}, {ID: TopicID{2}, Name: "u", Partitions: 1}}
 }
 
 func TestShareManagerHeartbeatAssignment(t *testing.T) {
-	env := &fakeGroupEnv{t: time.Unix(1000, 0), ids: map[string]int{}}
-	sm := newShareManager(env, newGroupManager(env, defaultGroupConfig()))
+	env := &fakeEnv{t: time.Unix(1000, 0)}
+	sm := newManager(env, fakeClassicGroups{})
 	var released []string
 	sm.released = func(g, m string) { released = append(released, g+"/"+m) }
 	im := shareTestImage()
@@ -304,8 +292,8 @@ func TestShareManagerHeartbeatAssignment(t *testing.T) {
 }
 
 func TestShareManagerPersistAndReplay(t *testing.T) {
-	env := &fakeGroupEnv{t: time.Unix(1000, 0), ids: map[string]int{}}
-	sm := newShareManager(env, newGroupManager(env, defaultGroupConfig()))
+	env := &fakeEnv{t: time.Unix(1000, 0)}
+	sm := newManager(env, fakeClassicGroups{})
 	tp := shareTP{TopicID{7}, 3}
 	sm.setStart("g", tp, shareStart{offset: 41, stateEpoch: 0}, false, func(err error) {
 		if err != nil {
@@ -337,13 +325,13 @@ func TestShareManagerPersistAndReplay(t *testing.T) {
 		t.Fatalf("stale flush applied: %v", s)
 	}
 	// Replay the log into a fresh manager: same state.
-	replay := func() *shareManager {
-		sm2 := newShareManager(env, newGroupManager(env, defaultGroupConfig()))
+	replay := func() *Manager {
+		sm2 := newManager(env, fakeClassicGroups{})
 		for _, r := range env.records {
-			if !isShareKey(r.Key) {
+			if !IsShareKey(r.Key) {
 				t.Fatalf("record with a key version that is not ours: %x", r.Key[:2])
 			}
-			if err := sm2.loadRecord(r.Key, r.Value); err != nil {
+			if err := sm2.LoadRecord(r.Key, r.Value); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -375,7 +363,7 @@ func TestShareManagerPersistAndReplay(t *testing.T) {
 	if r := sm.heartbeat(shareHeartbeatArgs{group: "classic", member: "m", topics: []string{"t"}, im: shareTestImage()}); !errors.Is(r.err, kerr.GroupIDNotFound) {
 		t.Fatalf("share heartbeat on a classic group: %v", r.err)
 	}
-	if err := sm.loadRecord([]byte{0, 101, 0, 1, 'g', 1}, []byte{0}); err == nil {
+	if err := sm.LoadRecord([]byte{0, 101, 0, 1, 'g', 1}, []byte{0}); err == nil {
 		t.Fatal("truncated share key loaded")
 	}
 	_ = kmsg.Record{}
@@ -400,39 +388,3 @@ func TestParseISODuration(t *testing.T) {
 type fakeClassicGroups map[string]bool
 
 func (f fakeClassicGroups) HasGroup(id string) bool { return f[id] }
-
-// Share, classic and consumer groups share one group id namespace: a
-// shareManager is its group.Manager's group.ShareGroups, so the group
-// coordinator refuses a share group's id and creates no group under it
-// (appliance/group's TestShareGroupIDRefusedByOtherProtocols drives the
-// classic and consumer APIs against it), lists it and deletes it.
-func TestShareGroupIDRefusedByOtherProtocols(t *testing.T) {
-	env := &fakeGroupEnv{t: time.Unix(1000, 0), ids: map[string]int{}}
-	m := newGroupManager(env, defaultGroupConfig())
-	sm := newShareManager(env, m)
-	set := shareGroupSettings{sessionTimeout: 45 * time.Second}
-	if r := sm.heartbeat(shareHeartbeatArgs{group: "s", member: "a", memberEpoch: 0, topics: []string{"t"}, settings: set, im: shareTestImage()}); r.err != nil {
-		t.Fatalf("share join: %v", r.err)
-	}
-	var errs []*kerr.Error
-	m.TxnCommitOffsets(group.TxnCommit{Group: "s", Generation: -1, ProducerID: 1, Offsets: []group.TxnOffset{{Topic: "t", LeaderEpoch: -1}}},
-		func(e []*kerr.Error) { errs = e })
-	if len(errs) != 1 || errs[0] != kerr.GroupIDNotFound {
-		t.Fatalf("offset commit to a share group: %v", errs)
-	}
-	if m.HasGroup("s") {
-		t.Fatal("a classic group was created under the share group's id")
-	}
-	var listed []string
-	sm.EachShareGroup(func(id, state string) { listed = append(listed, id+":"+state) })
-	if len(listed) != 1 || listed[0] != "s:Stable" {
-		t.Fatalf("listed share groups: %v", listed)
-	}
-	var delErr *kerr.Error
-	if sm.DeleteShareGroup("s", func(err *kerr.Error) { delErr = err }) != true || delErr != kerr.NonEmptyGroup {
-		t.Fatalf("deleting a share group with a member: %v", delErr)
-	}
-	if sm.DeleteShareGroup("other", func(*kerr.Error) {}) {
-		t.Fatal("a group that is no share group was deleted as one")
-	}
-}

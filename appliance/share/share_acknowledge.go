@@ -1,4 +1,4 @@
-package appliance
+package share
 
 // ShareAcknowledge (key 79), v1-v2 (KIP-932; v2 adds IsRenewAck and
 // AcquisitionLockTimeoutMillis, KIP-1222).
@@ -27,56 +27,58 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var shareAcknowledgeAPI = apiDef{key: 79, min: 1, max: 2, handle: handleShareAcknowledge}
-
-func handleShareAcknowledge(b *Broker, r *wire.Request) any {
-	req := r.Req.(*kmsg.ShareAcknowledgeRequest)
-	return wire.Deferred(func() any { return b.shareAcknowledge(r, req) })
+func (h *handlers) shareAcknowledgeAPI() wire.API {
+	return wire.API{Key: 79, Min: 1, Max: 2, Handle: h.handleShareAcknowledge}
 }
 
-func (b *Broker) shareAcknowledge(r *wire.Request, req *kmsg.ShareAcknowledgeRequest) *kmsg.ShareAcknowledgeResponse {
+func (h *handlers) handleShareAcknowledge(r *wire.Request) any {
+	req := r.Req.(*kmsg.ShareAcknowledgeRequest)
+	return wire.Deferred(func() any { return h.shareAcknowledge(r, req) })
+}
+
+func (h *handlers) shareAcknowledge(r *wire.Request, req *kmsg.ShareAcknowledgeRequest) *kmsg.ShareAcknowledgeResponse {
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
 	fail := func(code int16) *kmsg.ShareAcknowledgeResponse {
 		resp.ErrorCode = code
 		return resp
 	}
-	if b.coord.groups == nil {
+	s := h.host.Store()
+	if s == nil {
 		return fail(kerr.UnknownServerError.Code)
 	}
-	s := b.coord.groups.share
 	group, member := deref(req.GroupID), deref(req.MemberID)
 	switch {
 	case group == "" || !validShareMemberID(member):
 		return fail(kerr.InvalidRequest.Code)
-	case b.groupDenied(r, kmsg.ACLOperationRead, group):
+	case h.groupDenied(r, kmsg.ACLOperationRead, group):
 		return fail(kerr.GroupAuthorizationFailed.Code)
 	case req.ShareSessionEpoch == 0:
 		return fail(kerr.InvalidShareSessionEpoch.Code)
 	}
-	if code := b.shareMemberCheck(group, member); code != 0 {
+	if code := s.memberCheck(group, member); code != 0 {
 		return fail(code)
 	}
-	im := b.currentImage()
-	settings := b.shareSettings(im, group)
+	im := h.host.Image()
+	settings := s.cfg.settings(im.GroupConfigs(group))
 	resp.AcquisitionLockTimeoutMillis = int32(settings.part.lockMs)
-	parts, _, _, code := s.openSession(connOf(r), group, member, req.ShareSessionEpoch, nil, nil)
+	parts, _, _, code := s.openSession(r.Conn, group, member, req.ShareSessionEpoch, nil, nil)
 	if code != 0 {
 		return fail(code)
 	}
 	var list, all []*shareItem
 	for _, t := range req.Topics {
-		topic := im.TopicsByID[TopicID(t.TopicID)]
+		topic := topicByID(im, t.TopicID)
 		for _, p := range t.Partitions {
-			it := &shareItem{topic: topic, tp: tpKey{TopicID(t.TopicID), p.Partition}, hadAcks: true}
+			it := &shareItem{topic: topic, tp: tpKey{t.TopicID, p.Partition}, hadAcks: true}
 			for _, a := range p.AcknowledgementBatches {
 				it.acks = append(it.acks, shareAck{a.FirstOffset, a.LastOffset, a.AcknowledgeTypes})
 			}
 			switch {
 			case topic == nil:
 				it.ackErr = kerr.UnknownTopicID
-			case p.Partition < 0 || int(p.Partition) >= len(topic.Partitions):
+			case !topic.has(p.Partition):
 				it.ackErr = kerr.UnknownTopicOrPartition
-			case b.topicDenied(r, kmsg.ACLOperationRead, topic.Name):
+			case h.topicDenied(r, kmsg.ACLOperationRead, topic.Name):
 				it.ackErr = kerr.TopicAuthorizationFailed
 			case validateShareAcks(it.acks, req.IsRenewAck) != nil:
 				it.ackErr = validateShareAcks(it.acks, req.IsRenewAck)
@@ -107,7 +109,7 @@ func (b *Broker) shareAcknowledge(r *wire.Request, req *kmsg.ShareAcknowledgeReq
 		rp.Partition = it.tp.p
 		rp.ErrorCode = wire.ErrCode(it.ackErr)
 		rp.ErrorMessage = wire.ErrMessage(it.ackErr)
-		rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = b.shareLeader(it.topic, it.tp.p)
+		rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = shareLeader(im, it.topic, it.tp.p)
 		resp.Topics[ti].Partitions = append(resp.Topics[ti].Partitions, rp)
 	}
 	return resp

@@ -1,4 +1,4 @@
-package appliance
+package share
 
 // DeleteShareGroupOffsets (key 92), v0 (KIP-932, "Share group
 // administration").
@@ -18,30 +18,33 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var deleteShareGroupOffsetsAPI = apiDef{key: 92, min: 0, max: 0, handle: handleDeleteShareGroupOffsets}
+func (h *handlers) deleteShareGroupOffsetsAPI() wire.API {
+	return wire.API{Key: 92, Min: 0, Max: 0, Handle: h.handleDeleteShareGroupOffsets}
+}
 
-func handleDeleteShareGroupOffsets(b *Broker, r *wire.Request) any {
+func (h *handlers) handleDeleteShareGroupOffsets(r *wire.Request) any {
 	req := r.Req.(*kmsg.DeleteShareGroupOffsetsRequest)
 	return wire.Deferred(func() any {
 		resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
-		im := b.currentImage()
+		im := h.host.Image()
+		s := h.host.Store()
 		fail := func(err *kerr.Error) any {
 			resp.ErrorCode = err.Code
-			resp.ErrorMessage = strPtr(err.Message)
+			resp.ErrorMessage = kmsg.StringPtr(err.Message)
 			return resp
 		}
-		if err := b.groupRefusal(r, kmsg.ACLOperationDelete, req.GroupID); err != nil {
+		if err := h.groupRefusal(r, kmsg.ACLOperationDelete, req.GroupID); err != nil {
 			return fail(err)
 		}
 		topics := map[TopicID]bool{}
 		for _, qt := range req.Topics {
-			t := im.Topics[qt.Topic]
+			t := topicByName(im, qt.Topic)
 			rt := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
 			rt.Topic = qt.Topic
 			switch {
 			case t == nil:
 				rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case b.topicDenied(r, kmsg.ACLOperationRead, t.Name):
+			case h.topicDenied(r, kmsg.ACLOperationRead, t.Name):
 				rt.TopicID = t.ID
 				rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			default:
@@ -50,7 +53,7 @@ func handleDeleteShareGroupOffsets(b *Broker, r *wire.Request) any {
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}
-		err, ok := askShare(b, req.GroupID, func(sm *shareManager, reply func(*kerr.Error)) {
+		err, ok := askShare(s, req.GroupID, func(sm *Manager, reply func(*kerr.Error)) {
 			sm.deleteStarts(req.GroupID, topics, reply)
 		}).Wait()
 		if !ok {
@@ -60,7 +63,7 @@ func handleDeleteShareGroupOffsets(b *Broker, r *wire.Request) any {
 			return fail(err)
 		}
 		if len(topics) > 0 {
-			b.coord.groups.share.dropGroup(req.GroupID, topics)
+			s.dropGroup(req.GroupID, topics)
 		}
 		return resp
 	})
