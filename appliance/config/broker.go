@@ -56,7 +56,7 @@ func BrokerDefaults() map[string]string {
 		"offsets.topic.num.partitions":      "50",
 		"offsets.topic.replication.factor":  "1",
 
-		// The log cleaner (appliance's cleanerConfigFromProps) and the internal topics' segment sizes.
+		// The log cleaner (CleanerFromProps) and the internal topics' segment sizes (InternalSegmentBytes).
 		"offsets.topic.segment.bytes":         "104857600",
 		"transaction.state.log.segment.bytes": "104857600",
 		"log.cleaner.enable":                  "true",
