@@ -21,7 +21,7 @@ var apiVersionsAPI = apiDef{key: 18, min: 0, max: 4, handle: handleAPIVersions, 
 // names "consumer".
 func apiVersionsKeys(b *Broker) []kmsg.ApiVersionsResponseApiKey {
 	var out []kmsg.ApiVersionsResponseApiKey
-	consumer := b.cfg.Group.ConsumerProtocol()
+	consumer := b.cfg.groupConfig().ConsumerProtocol()
 	for _, a := range b.front.apis.Sorted() {
 		if (a.Key == 68 || a.Key == 69) && !consumer {
 			continue

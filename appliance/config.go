@@ -332,6 +332,15 @@ func (c *Config) parseSections() error {
 // topics (offsets.topic.segment.bytes, transaction.state.log.segment.bytes).
 const defaultInternalSegmentBytes = 100 << 20
 
+// groupConfig is c.Group, or Kafka's defaults when c is a Config built by
+// hand that was never validated (defaultSections), as ApiVersions tests use.
+func (c *Config) groupConfig() group.Config {
+	if reflect.ValueOf(c.Group).IsZero() {
+		return group.DefaultConfig()
+	}
+	return c.Group
+}
+
 // defaultSections fills the typed sections a Config built by hand left
 // zero with Kafka's defaults, as ConfigFromProperties would for absent
 // properties.

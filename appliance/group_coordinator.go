@@ -64,7 +64,7 @@ type offsetsPartition struct {
 // startGroupCoordinator creates __consumer_offsets when missing, replays
 // it, and starts the offset expiry. It runs in Start, before serving.
 func (b *Broker) startGroupCoordinator() error {
-	cfg := b.cfg.Group
+	cfg := b.cfg.groupConfig()
 	t := b.currentImage().Topics[offsetsTopic]
 	if t == nil {
 		var err error
