@@ -9,7 +9,6 @@ package appliance
 // (KAFKA-18659) although v0-v2 requests are refused per partition.
 
 import (
-	"github.com/ringbroker/ringbroker/appliance/group"
 	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -22,7 +21,7 @@ var apiVersionsAPI = apiDef{key: 18, min: 0, max: 4, handle: handleAPIVersions, 
 // names "consumer".
 func apiVersionsKeys(b *Broker) []kmsg.ApiVersionsResponseApiKey {
 	var out []kmsg.ApiVersionsResponseApiKey
-	consumer := group.ConsumerProtocolEnabled(b.cfg.Props)
+	consumer := b.cfg.groupConfig().ConsumerProtocol()
 	for _, a := range b.front.apis.Sorted() {
 		if (a.Key == 68 || a.Key == 69) && !consumer {
 			continue

@@ -150,7 +150,7 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 	b.authz = newAuthorizer(cfg, func() *ACLSet { return b.ctl.acls.of(b.currentImage().ACLs) })
 	b.front.apis = newAPITable(b)
 	b.metrics = newBrokerMetrics(b, b.front.apis)
-	q, err := quota.NewManager(cfg.Props, b.metrics.set)
+	q, err := quota.NewManager(cfg.Quota, b.metrics.set)
 	if err != nil {
 		return nil, err
 	}
@@ -404,7 +404,7 @@ func (b *Broker) openPartition(st *shardState, t *TopicImage, p int32, logStart 
 		return err
 	}
 	cfg := b.topicConfig(t)
-	l, err := nvme.Open(dir, b.storageOptions(st, t, cfg.logOptions(b.log, logStart)))
+	l, err := nvme.Open(dir, b.storageOptions(st, t, cfg.LogOptions(b.log, logStart)))
 	if err != nil {
 		return fmt.Errorf("cannot open partition %s-%d: %w", t.Name, p, err)
 	}

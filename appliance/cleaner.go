@@ -37,6 +37,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/config"
 	"github.com/ringbroker/ringbroker/nvme"
 	"golang.org/x/sys/unix"
 )
@@ -45,63 +46,16 @@ const (
 	cleanerOffsetCheckpoint  = "cleaner-offset-checkpoint"
 	cleanerHorizonCheckpoint = "cleaner-horizon-checkpoint"
 	// cleanerMapEntryBytes is what one offset map entry costs in memory
-	// (a 16-byte key hash, an 8-byte offset and Go map overhead), to turn
-	// log.cleaner.dedupe.buffer.size into a number of entries.
-	cleanerMapEntryBytes = 40
+	// (config.CleanerMapEntryBytes).
+	cleanerMapEntryBytes = config.CleanerMapEntryBytes
 )
-
-// cleanerConfig holds the log.cleaner.* broker properties.
-type cleanerConfig struct {
-	enable      bool          // log.cleaner.enable, default true
-	threads     int           // log.cleaner.threads, default 1
-	ioMaxBytes  float64       // log.cleaner.io.max.bytes.per.second, default unlimited
-	backoff     time.Duration // log.cleaner.backoff.ms, default 15 s
-	dedupeBytes int64         // log.cleaner.dedupe.buffer.size, default 128 MiB
-}
-
-func cleanerConfigFromProps(props map[string]string) (cleanerConfig, error) {
-	c := cleanerConfig{enable: true, threads: 1, ioMaxBytes: math.MaxFloat64, backoff: 15 * time.Second, dedupeBytes: 128 << 20}
-	var err error
-	get := func(k string) (string, bool) {
-		v, ok := props[k]
-		return strings.TrimSpace(v), ok && err == nil
-	}
-	if v, ok := get("log.cleaner.enable"); ok {
-		if c.enable, err = parseBoolProp(v); err != nil {
-			err = fmt.Errorf("cannot parse log.cleaner.enable=%q: %w", v, err)
-		}
-	}
-	if v, ok := get("log.cleaner.threads"); ok {
-		if c.threads, err = strconv.Atoi(v); err != nil || c.threads < 0 {
-			err = fmt.Errorf("cannot parse log.cleaner.threads=%q: want an integer >= 0", v)
-		}
-	}
-	if v, ok := get("log.cleaner.io.max.bytes.per.second"); ok {
-		if c.ioMaxBytes, err = strconv.ParseFloat(v, 64); err != nil || c.ioMaxBytes <= 0 {
-			err = fmt.Errorf("cannot parse log.cleaner.io.max.bytes.per.second=%q: want a number > 0", v)
-		}
-	}
-	if v, ok := get("log.cleaner.backoff.ms"); ok {
-		ms, e := strconv.ParseInt(v, 10, 64)
-		if e != nil || ms < 0 {
-			err = fmt.Errorf("cannot parse log.cleaner.backoff.ms=%q: want an integer >= 0", v)
-		}
-		c.backoff = time.Duration(ms) * time.Millisecond
-	}
-	if v, ok := get("log.cleaner.dedupe.buffer.size"); ok {
-		if c.dedupeBytes, err = strconv.ParseInt(v, 10, 64); err != nil || c.dedupeBytes < cleanerMapEntryBytes {
-			err = fmt.Errorf("cannot parse log.cleaner.dedupe.buffer.size=%q: want an integer >= %d", v, cleanerMapEntryBytes)
-		}
-	}
-	return c, err
-}
 
 // logCleaner schedules cleaning passes over the broker's compacted
 // partitions. Its maps are guarded by mu; the partitions are touched only
 // on their shards.
 type logCleaner struct {
 	b      *Broker
-	cfg    cleanerConfig
+	cfg    config.Cleaner
 	bucket *nvme.TokenBucket
 	stop   chan struct{}
 	wg     sync.WaitGroup
@@ -120,26 +74,23 @@ type cleanerEntry struct {
 
 // startCleaner starts the cleaner threads (Start, after housekeeping).
 func (b *Broker) startCleaner() error {
-	cfg, err := cleanerConfigFromProps(b.cfg.Props)
-	if err != nil {
-		return err
-	}
-	lc := &logCleaner{b: b, cfg: cfg, bucket: nvme.NewTokenBucket(cfg.ioMaxBytes), stop: make(chan struct{}),
+	cfg := b.cfg.Cleaner
+	lc := &logCleaner{b: b, cfg: cfg, bucket: nvme.NewTokenBucket(cfg.IOMaxBytes), stop: make(chan struct{}),
 		states: b.readCleanerCheckpoints(), busy: map[tpKey]bool{}}
 	b.store.cleaner = lc
-	if !cfg.enable || cfg.threads == 0 {
+	if !cfg.Enable || cfg.Threads == 0 {
 		b.log.Info("log cleaner disabled")
 		return nil
 	}
-	for i := 0; i < cfg.threads; i++ {
+	for i := 0; i < cfg.Threads; i++ {
 		lc.wg.Add(1)
 		go lc.thread()
 	}
 	ioMax := "unlimited"
-	if cfg.ioMaxBytes < math.MaxFloat64 {
-		ioMax = strconv.FormatFloat(cfg.ioMaxBytes, 'f', -1, 64)
+	if cfg.IOMaxBytes < math.MaxFloat64 {
+		ioMax = strconv.FormatFloat(cfg.IOMaxBytes, 'f', -1, 64)
 	}
-	b.log.Info("log cleaner started", "threads", cfg.threads, "io.max.bytes.per.second", ioMax, "backoff", cfg.backoff.String())
+	b.log.Info("log cleaner started", "threads", cfg.Threads, "io.max.bytes.per.second", ioMax, "backoff", cfg.Backoff.String())
 	return nil
 }
 
@@ -162,7 +113,7 @@ func (lc *logCleaner) thread() {
 	defer lc.wg.Done()
 	for {
 		did := lc.cleanOne()
-		wait := lc.cfg.backoff
+		wait := lc.cfg.Backoff
 		if did {
 			wait = 0
 		}
@@ -211,7 +162,7 @@ func (lc *logCleaner) cleanConfig(topic string) (nvme.CleanConfig, bool) {
 		MinCompactionLagMs: i64("min.compaction.lag.ms"),
 		MaxCompactionLagMs: i64("max.compaction.lag.ms"),
 		DeleteRetentionMs:  i64("delete.retention.ms"),
-		MaxMapEntries:      int(max(1, lc.cfg.dedupeBytes/int64(max(1, lc.cfg.threads))/cleanerMapEntryBytes)),
+		MaxMapEntries:      int(max(1, lc.cfg.DedupeBytes/int64(max(1, lc.cfg.Threads))/cleanerMapEntryBytes)),
 	}, true
 }
 
@@ -244,7 +195,7 @@ func (lc *logCleaner) cleanOne() bool {
 		}
 		st.loop.Call(func() {
 			for key, p := range st.parts {
-				if p.log == nil || p.offline != nil || !p.cfg.compact {
+				if p.log == nil || p.offline != nil || !p.cfg.Compact {
 					continue
 				}
 				cfg, ok := lc.cleanConfig(p.topic)
@@ -480,22 +431,6 @@ func batchesEnd(raw []byte) int64 {
 		raw = raw[n:]
 	}
 	return end
-}
-
-// cleanupOptions applies cleanup.policy to a partition's log options:
-// without "delete" the log keeps its data whatever retention.ms and
-// retention.bytes say (Kafka applies them only to delete and
-// compact,delete topics), and a compacted log rolls at least every
-// max.compaction.lag.ms so its data becomes cleanable (Kafka's
-// LogConfig.maxSegmentMs).
-func (c topicConfig) cleanupOptions(o nvme.Options) nvme.Options {
-	if c.compact && !c.deletePolicy {
-		o.RetentionMs, o.RetentionBytes = -1, -1
-	}
-	if c.compact && c.maxCompactionLagMs > 0 && (o.SegmentMs <= 0 || c.maxCompactionLagMs < o.SegmentMs) {
-		o.SegmentMs = c.maxCompactionLagMs
-	}
-	return o
 }
 
 // propOr is broker property k, or def when it is unset or empty.

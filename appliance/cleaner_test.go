@@ -18,23 +18,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func TestCleanerConfigFromProps(t *testing.T) {
-	c, err := cleanerConfigFromProps(brokerDefaults)
-	if err != nil || !c.enable || c.threads != 1 || c.backoff != 15*time.Second || c.dedupeBytes != 128<<20 || c.ioMaxBytes < 1e300 {
-		t.Fatalf("defaults %+v, %v", c, err)
-	}
-	c, err = cleanerConfigFromProps(map[string]string{"log.cleaner.enable": "false", "log.cleaner.threads": "2",
-		"log.cleaner.io.max.bytes.per.second": "1048576", "log.cleaner.backoff.ms": "50"})
-	if err != nil || c.enable || c.threads != 2 || c.ioMaxBytes != 1<<20 || c.backoff != 50*time.Millisecond {
-		t.Fatalf("parsed %+v, %v", c, err)
-	}
-	for _, bad := range []map[string]string{{"log.cleaner.threads": "x"}, {"log.cleaner.io.max.bytes.per.second": "0"}, {"log.cleaner.enable": "yes please"}, {"log.cleaner.enable": "t"}} {
-		if _, err := cleanerConfigFromProps(bad); err == nil {
-			t.Errorf("%v: want an error", bad)
-		}
-	}
-}
-
 func TestBatchesEnd(t *testing.T) {
 	b := appendBatch(nil, 1000, 0, -1, -1, -1, []kmsg.Record{{Key: []byte("a")}, {Key: []byte("b")}})
 	b = appendBatch(b, 1000, 0, -1, -1, -1, []kmsg.Record{{Key: []byte("c")}})
@@ -43,19 +26,6 @@ func TestBatchesEnd(t *testing.T) {
 	}
 	if got := batchesEnd(nil); got != -1 {
 		t.Fatalf("batchesEnd(nil) = %d", got)
-	}
-}
-
-func TestCleanupOptions(t *testing.T) {
-	c := topicConfig{compact: true, retentionMs: 1000, retentionBytes: 10, maxCompactionLagMs: 5000}
-	o := c.logOptions(nil, 0)
-	if o.RetentionMs != -1 || o.RetentionBytes != -1 || o.SegmentMs != 5000 {
-		t.Fatalf("compact: %+v", o)
-	}
-	c.deletePolicy = true
-	c.segmentMs = 100
-	if o := c.logOptions(nil, 0); o.RetentionMs != 1000 || o.RetentionBytes != 10 || o.SegmentMs != 100 {
-		t.Fatalf("compact,delete: %+v", o)
 	}
 }
 

@@ -1,57 +1,23 @@
 package appliance
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"net"
+	"reflect"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/ringbroker/ringbroker/appliance/config"
+	"github.com/ringbroker/ringbroker/appliance/group"
+	"github.com/ringbroker/ringbroker/appliance/quota"
+	"github.com/ringbroker/ringbroker/appliance/txn"
 )
 
-// ParseProperties reads a Java .properties file as Kafka's start scripts do:
-// "key=value" or "key: value" lines, '#' and '!' comments, backslash line
-// continuations. Later keys override earlier ones.
-func ParseProperties(r io.Reader) (map[string]string, error) {
-	props := map[string]string{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	var cont strings.Builder
-	lineNo := 0
-	for sc.Scan() {
-		lineNo++
-		line := strings.TrimLeft(sc.Text(), " \t\f")
-		if cont.Len() == 0 && (line == "" || line[0] == '#' || line[0] == '!') {
-			continue
-		}
-		if strings.HasSuffix(line, "\\") && !strings.HasSuffix(line, "\\\\") {
-			cont.WriteString(strings.TrimSuffix(line, "\\"))
-			continue
-		}
-		cont.WriteString(line)
-		full := cont.String()
-		cont.Reset()
-		i := strings.IndexAny(full, "=:")
-		if i < 0 {
-			// A key alone means an empty value.
-			props[strings.TrimSpace(full)] = ""
-			continue
-		}
-		k := strings.TrimSpace(full[:i])
-		v := strings.TrimSpace(full[i+1:])
-		if k == "" {
-			return nil, fmt.Errorf("cannot parse properties line %d: empty key", lineNo)
-		}
-		props[k] = v
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("cannot read properties: %w", err)
-	}
-	return props, nil
-}
+// ParseProperties reads a Java .properties file as Kafka's start scripts
+// do (config.ParseProperties).
+func ParseProperties(r io.Reader) (map[string]string, error) { return config.ParseProperties(r) }
 
 // Config is the broker configuration: Kafka's property names and defaults,
 // plus ringbroker's own knobs (io.engine, log.io.mode, shards).
@@ -117,10 +83,31 @@ type Config struct {
 	// one PLAINTEXT listener of ListenAddr and the advertised host and port.
 	Listeners []Listener
 
+	// Group is the group coordinator's configuration
+	// (group.ConfigFromProps: offsets.topic.*, group.*).
+	Group group.Config
+	// Txn is the transaction coordinator's configuration
+	// (txn.ConfigFromProps: transaction.*).
+	Txn txn.Config
+	// Quota is the quota sampling configuration (quota.ConfigFromProps:
+	// quota.window.num, quota.window.size.seconds).
+	Quota quota.Config
+	// Cleaner is the log cleaner's configuration (config.CleanerFromProps:
+	// log.cleaner.*).
+	Cleaner config.Cleaner
+	// OffsetsSegmentBytes (offsets.topic.segment.bytes) and TxnSegmentBytes
+	// (transaction.state.log.segment.bytes) are the segment.bytes of
+	// __consumer_offsets and __transaction_state when the broker creates
+	// them; Kafka's default 100 MiB.
+	OffsetsSegmentBytes int32
+	TxnSegmentBytes     int32
+
 	// TopicDefaults holds the broker-level defaults of every topic config,
 	// keyed by the topic config name (segment.bytes, retention.ms, ...).
 	TopicDefaults map[string]string
-	// Props is every property as given, for DescribeConfigs on the broker.
+	// Props is every property as given over BrokerDefaults, for
+	// DescribeConfigs on the broker. Nothing else reads it at run time: the
+	// typed fields above are parsed from it once, by ConfigFromProperties.
 	Props map[string]string
 	// MetadataSnapshotBytes (metadata.log.max.record.bytes.between.snapshots,
 	// Kafka's default 20 MiB) is how many bytes of metadata records are
@@ -139,11 +126,11 @@ type Config struct {
 }
 
 // ErrUnknownConfigKey is wrapped by the error of ConfigFromProperties when
-// config.strict=true and a property is unknown.
-var ErrUnknownConfigKey = errors.New("unknown configuration key")
+// config.strict=true and a property is unknown (config.ErrUnknownKey).
+var ErrUnknownConfigKey = config.ErrUnknownKey
 
-// topicConfigDef describes one topic-level config: its Kafka name, the
-// broker property that sets its default, and that default.
+// topicConfigDef is config.TopicDef in the shape the admin handlers
+// (describeTopicConfigs, applyListOp) read it.
 type topicConfigDef struct {
 	name       string
 	brokerProp string
@@ -152,80 +139,14 @@ type topicConfigDef struct {
 	validate   func(string) error
 }
 
-func validLong(min int64) func(string) error {
-	return func(s string) error {
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return fmt.Errorf("%q is not an integer", s)
-		}
-		if v < min {
-			return fmt.Errorf("value %d is below the minimum %d", v, min)
-		}
-		return nil
+// topicConfigDefs are the topic configs we accept (config.TopicDefs).
+var topicConfigDefs = func() []topicConfigDef {
+	var out []topicConfigDef
+	for _, d := range config.TopicDefs() {
+		out = append(out, topicConfigDef{name: d.Name, brokerProp: d.BrokerProp, def: d.Default, kind: d.Type, validate: d.Validate})
 	}
-}
-
-func validOneOf(vals ...string) func(string) error {
-	return func(s string) error {
-		for _, v := range strings.Split(s, ",") {
-			ok := false
-			for _, w := range vals {
-				if strings.TrimSpace(v) == w {
-					ok = true
-				}
-			}
-			if !ok {
-				return fmt.Errorf("%q is not one of %v", s, vals)
-			}
-		}
-		return nil
-	}
-}
-
-func validDouble(s string) error {
-	if _, err := strconv.ParseFloat(s, 64); err != nil {
-		return fmt.Errorf("%q is not a number", s)
-	}
-	return nil
-}
-
-func validBool(s string) error {
-	if s != "true" && s != "false" {
-		return fmt.Errorf("%q is not true or false", s)
-	}
-	return nil
-}
-
-func validAny(string) error { return nil }
-
-// topicConfigDefs are the topic configs we accept, with Kafka's defaults.
-var topicConfigDefs = []topicConfigDef{
-	{"cleanup.policy", "log.cleanup.policy", "delete", "list", validOneOf("delete", "compact")},
-	{"compression.type", "compression.type", "producer", "string", validOneOf("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")},
-	{"delete.retention.ms", "log.cleaner.delete.retention.ms", "86400000", "long", validLong(0)},
-	{"file.delete.delay.ms", "log.segment.delete.delay.ms", "60000", "long", validLong(0)},
-	{"flush.messages", "log.flush.interval.messages", "9223372036854775807", "long", validLong(1)},
-	{"flush.ms", "log.flush.interval.ms", "9223372036854775807", "long", validLong(0)},
-	{"index.interval.bytes", "log.index.interval.bytes", "4096", "int", validLong(0)},
-	{"max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms", "9223372036854775807", "long", validLong(1)},
-	{"max.message.bytes", "message.max.bytes", "1048588", "int", validLong(0)},
-	{"message.timestamp.type", "log.message.timestamp.type", "CreateTime", "string", validOneOf("CreateTime", "LogAppendTime")},
-	{"min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio", "0.5", "double", validDouble},
-	{"min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms", "0", "long", validLong(0)},
-	{"min.insync.replicas", "min.insync.replicas", "1", "int", validLong(1)},
-	{"preallocate", "log.preallocate", "false", "boolean", validBool},
-	{"retention.bytes", "log.retention.bytes", "-1", "long", validLong(-1)},
-	{"retention.ms", "log.retention.ms", "604800000", "long", validLong(-1)},
-	{"segment.bytes", "log.segment.bytes", "1073741824", "int", validLong(14)},
-	{"segment.index.bytes", "log.index.size.max.bytes", "10485760", "int", validLong(4)},
-	{"segment.jitter.ms", "log.roll.jitter.ms", "0", "long", validLong(0)},
-	{"segment.ms", "log.roll.ms", "604800000", "long", validLong(1)},
-	{"unclean.leader.election.enable", "unclean.leader.election.enable", "false", "boolean", validBool},
-	{"message.downconversion.enable", "log.message.downconversion.enable", "true", "boolean", validBool},
-	{"local.retention.ms", "log.local.retention.ms", "-2", "long", validLong(-2)},
-	{"local.retention.bytes", "log.local.retention.bytes", "-2", "long", validLong(-2)},
-	{"remote.storage.enable", "remote.storage.enable", "false", "boolean", validBool},
-}
+	return out
+}()
 
 func topicConfigDefFor(name string) (topicConfigDef, bool) {
 	for _, d := range topicConfigDefs {
@@ -237,72 +158,12 @@ func topicConfigDefFor(name string) (topicConfigDef, bool) {
 }
 
 // ValidateTopicConfig checks one topic config name and value. It returns an
-// error suitable for INVALID_CONFIG (40) messages.
-func ValidateTopicConfig(name, value string) error {
-	d, ok := topicConfigDefFor(name)
-	if !ok {
-		return fmt.Errorf("unknown topic config %q", name)
-	}
-	return d.validate(value)
-}
+// error suitable for INVALID_CONFIG (40) messages (config.ValidateTopic).
+func ValidateTopicConfig(name, value string) error { return config.ValidateTopic(name, value) }
 
-// brokerDefaults are Kafka's defaults for the broker properties we read.
-var brokerDefaults = map[string]string{
-	"node.id":                           "1",
-	"listeners":                         "PLAINTEXT://127.0.0.1:9092",
-	"listener.security.protocol.map":    defaultSecurityProtocolMap,
-	"sasl.enabled.mechanisms":           defaultSaslMechanisms,
-	"sasl.server.max.receive.size":      "524288",
-	"log.dirs":                          "./data",
-	"num.partitions":                    "1",
-	"default.replication.factor":        "1",
-	"auto.create.topics.enable":         "true",
-	"delete.topic.enable":               "true",
-	"message.max.bytes":                 "1048588",
-	"socket.request.max.bytes":          "104857600",
-	"fetch.max.bytes":                   "57671680",
-	"log.retention.check.interval.ms":   "300000",
-	"connections.max.idle.ms":           "600000",
-	"max.connections":                   "2147483647",
-	"max.connections.per.ip":            "2147483647",
-	"max.connections.per.ip.overrides":  "",
-	"metrics.listener":                  "127.0.0.1:9644",
-	"producer.id.expiration.ms":         "86400000",
-	"authorizer.class.name":             "",
-	"allow.everyone.if.no.acl.found":    "false",
-	"super.users":                       "",
-	"shards":                            "0",
-	"io.engine":                         "netpoll",
-	"io.uring.spare.procs":              "true",
-	"io.uring.pin.shards":               "true",
-	"io.uring.direct.write.batch":       "true",
-	"io.uring.direct.read.async":        "true",
-	"io.uring.plug.pad":                 "true",
-	"io.uring.fixed.buffers":            "true",
-	"io.uring.fetch.read.max.bytes":     "1048576",
-	"io.uring.fetch.sendfile.min.bytes": "0",
-	"io.uring.send.max.bytes":           "524288",
-	"log.io.mode":                       "buffered",
-	"log.io.cache.bytes":                "67108864",
-	"log.io.cache.prefault":             "false",
-	"log.io.tail.reads":                 "true",
-	"log.io.preallocate.chunk.bytes":    "16777216",
-	"log.io.preallocate.zero":           "true",
-	"offsets.topic.num.partitions":      "50",
-	"offsets.topic.replication.factor":  "1",
-
-	// The log cleaner (cleaner.go) and the internal topics' segment sizes.
-	"offsets.topic.segment.bytes":         "104857600",
-	"transaction.state.log.segment.bytes": "104857600",
-	"log.cleaner.enable":                  "true",
-	"log.cleaner.threads":                 "1",
-	"log.cleaner.io.max.bytes.per.second": "1.7976931348623157E308",
-	"log.cleaner.backoff.ms":              "15000",
-	"log.cleaner.dedupe.buffer.size":      "134217728",
-
-	// Metadata image snapshots (appliance/metadata/snapshot.go).
-	"metadata.log.max.record.bytes.between.snapshots": "20971520",
-}
+// brokerDefaults are Kafka's defaults for the broker properties we read
+// (config.BrokerDefaults); read only.
+var brokerDefaults = config.BrokerDefaults()
 
 // ConfigFromProperties builds a Config from properties, applying Kafka's
 // defaults and the hour/minute variants of retention and roll settings.
@@ -425,33 +286,8 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 	c.ListenAddr, c.AdvertisedHost, c.AdvertisedPort = first.Addr, first.AdvertisedHost, first.AdvertisedPort
 
 	// Topic defaults from broker properties, with Kafka's hours/minutes forms.
-	c.TopicDefaults = map[string]string{}
-	for _, d := range topicConfigDefs {
-		v := d.def
-		if pv, ok := props[d.brokerProp]; ok {
-			v = pv
-		}
-		c.TopicDefaults[d.name] = v
-	}
-	if _, ok := props["log.retention.ms"]; !ok {
-		if v, ok := props["log.retention.minutes"]; ok {
-			c.TopicDefaults["retention.ms"] = mulString(v, 60_000)
-		} else if v, ok := props["log.retention.hours"]; ok {
-			c.TopicDefaults["retention.ms"] = mulString(v, 3_600_000)
-		}
-	}
-	if _, ok := props["log.roll.ms"]; !ok {
-		if v, ok := props["log.roll.hours"]; ok {
-			c.TopicDefaults["segment.ms"] = mulString(v, 3_600_000)
-		}
-	}
-	if _, ok := props["message.max.bytes"]; ok {
-		c.TopicDefaults["max.message.bytes"] = props["message.max.bytes"]
-	}
-	for _, d := range topicConfigDefs {
-		if e := d.validate(c.TopicDefaults[d.name]); e != nil {
-			return Config{}, fmt.Errorf("invalid default for %s (from %s): %w", d.name, d.brokerProp, e)
-		}
+	if c.TopicDefaults, err = config.TopicDefaults(props); err != nil {
+		return Config{}, err
 	}
 	c.Props = map[string]string{}
 	for k, v := range brokerDefaults {
@@ -460,18 +296,73 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 	for k, v := range props {
 		c.Props[k] = v
 	}
+	if err := c.parseSections(); err != nil {
+		return Config{}, err
+	}
 	return c, c.Validate()
 }
 
-func mulString(v string, m int64) string {
-	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-	if err != nil {
-		return v
+// parseSections parses the coordinators', quotas' and cleaner's sections of
+// c.Props into their typed fields, once, so that a bad value stops the
+// broker at startup with the key named, and nothing reads c.Props later.
+func (c *Config) parseSections() error {
+	var err error
+	if c.Group, err = group.ConfigFromProps(c.Props); err != nil {
+		return fmt.Errorf("cannot configure the group coordinator: %w", err)
 	}
-	if n < 0 {
-		return "-1"
+	if c.Txn, err = txn.ConfigFromProps(c.Props); err != nil {
+		return fmt.Errorf("cannot configure the transaction coordinator: %w", err)
 	}
-	return strconv.FormatInt(n*m, 10)
+	if c.Quota, err = quota.ConfigFromProps(c.Props); err != nil {
+		return fmt.Errorf("cannot configure quotas: %w", err)
+	}
+	if c.Cleaner, err = config.CleanerFromProps(c.Props); err != nil {
+		return fmt.Errorf("cannot configure the log cleaner: %w", err)
+	}
+	if c.OffsetsSegmentBytes, err = config.InternalSegmentBytes(c.Props, "offsets.topic.segment.bytes", defaultInternalSegmentBytes); err != nil {
+		return err
+	}
+	if c.TxnSegmentBytes, err = config.InternalSegmentBytes(c.Props, "transaction.state.log.segment.bytes", defaultInternalSegmentBytes); err != nil {
+		return err
+	}
+	return nil
+}
+
+// defaultInternalSegmentBytes is Kafka's segment.bytes of the internal
+// topics (offsets.topic.segment.bytes, transaction.state.log.segment.bytes).
+const defaultInternalSegmentBytes = 100 << 20
+
+// groupConfig is c.Group, or Kafka's defaults when c is a Config built by
+// hand that was never validated (defaultSections), as ApiVersions tests use.
+func (c *Config) groupConfig() group.Config {
+	if reflect.ValueOf(c.Group).IsZero() {
+		return group.DefaultConfig()
+	}
+	return c.Group
+}
+
+// defaultSections fills the typed sections a Config built by hand left
+// zero with Kafka's defaults, as ConfigFromProperties would for absent
+// properties.
+func (c *Config) defaultSections() {
+	if reflect.ValueOf(c.Group).IsZero() {
+		c.Group = group.DefaultConfig()
+	}
+	if c.Txn == (txn.Config{}) {
+		c.Txn = txn.DefaultConfig()
+	}
+	if c.Quota == (quota.Config{}) {
+		c.Quota, _ = quota.ConfigFromProps(nil)
+	}
+	if c.Cleaner == (config.Cleaner{}) {
+		c.Cleaner = config.DefaultCleaner()
+	}
+	if c.OffsetsSegmentBytes == 0 {
+		c.OffsetsSegmentBytes = defaultInternalSegmentBytes
+	}
+	if c.TxnSegmentBytes == 0 {
+		c.TxnSegmentBytes = defaultInternalSegmentBytes
+	}
 }
 
 // Validate checks the config's invariants.
@@ -534,6 +425,7 @@ func (c *Config) Validate() error {
 	if c.Shards == 0 {
 		c.Shards = runtime.NumCPU()
 	}
+	c.defaultSections()
 	if len(c.Listeners) == 0 {
 		if c.ListenAddr == "" {
 			return fmt.Errorf("listeners must not be empty")
@@ -545,24 +437,8 @@ func (c *Config) Validate() error {
 }
 
 // topicConfigNames lists the topic config names in sorted order.
-func topicConfigNames() []string {
-	out := make([]string, 0, len(topicConfigDefs))
-	for _, d := range topicConfigDefs {
-		out = append(out, d.name)
-	}
-	sort.Strings(out)
-	return out
-}
+func topicConfigNames() []string { return config.TopicNames() }
 
-// parseBoolProp parses a boolean property as Kafka's ConfigDef does: "true"
-// or "false", in any case, surrounding spaces ignored. Go's ParseBool also
-// takes 1, 0, t and f, which a Kafka broker refuses.
-func parseBoolProp(v string) (bool, error) {
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "true":
-		return true, nil
-	case "false":
-		return false, nil
-	}
-	return false, errors.New("want true or false")
-}
+// parseBoolProp parses a boolean property as Kafka's ConfigDef does
+// (config.ParseBool).
+func parseBoolProp(v string) (bool, error) { return config.ParseBool(v) }

@@ -17,35 +17,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ringbroker/ringbroker/appliance/config"
 	"github.com/ringbroker/ringbroker/appliance/group"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"reflect"
 )
-
-func TestDamerauLevenshtein(t *testing.T) {
-	for _, c := range []struct {
-		a, b string
-		want int
-	}{
-		{"", "", 0},
-		{"", "abc", 3},
-		{"abc", "", 3},
-		{"abc", "abc", 0},
-		{"ab", "ba", 1}, // one swap, not two replacements
-		{"kitten", "sitting", 3},
-		{"ca", "abc", 3}, // optimal string alignment: no edit of a swapped pair
-		{"log.retention.hour", "log.retention.hours", 1},
-		{"log.rentention.hours", "log.retention.hours", 1},
-		{"log.retnetion.hours", "log.retention.hours", 1},
-	} {
-		if got := damerauLevenshtein(c.a, c.b); got != c.want {
-			t.Errorf("damerauLevenshtein(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
-		}
-		if got := damerauLevenshtein(c.b, c.a); got != c.want {
-			t.Errorf("damerauLevenshtein(%q, %q) = %d, want %d (not symmetric)", c.b, c.a, got, c.want)
-		}
-	}
-}
 
 func TestUnknownConfigKeys(t *testing.T) {
 	for _, c := range []struct {
@@ -146,13 +122,6 @@ func TestConfigStrict(t *testing.T) {
 // share.ConfigDefs) and the types DescribeConfigs reports.
 func TestConfigKeysRegistry(t *testing.T) {
 	types := []string{"boolean", "short", "int", "long", "double", "string", "list", "class", "password"}
-	seen := map[string]bool{}
-	for _, k := range configKeys {
-		if seen[k.Name] {
-			t.Errorf("%s is in configKeys twice", k.Name)
-		}
-		seen[k.Name] = true
-	}
 	byName := map[string]ConfigKey{}
 	for _, k := range ConfigKeys() {
 		if _, dup := byName[k.Name]; dup {
@@ -281,7 +250,7 @@ func TestConfigKeysInSource(t *testing.T) {
 				return nil
 			}
 			name := d.Name()
-			if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") || path == "config_keys.go" {
+			if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") || path == filepath.Join("config", "keys.go") {
 				return nil
 			}
 			f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
@@ -326,9 +295,9 @@ func TestConfigKeysInSource(t *testing.T) {
 	for _, d := range share.ConfigDefs() {
 		other[d.Name] = true
 	}
-	for _, f := range configKeyFamilies {
-		other[f.prefix] = true
-		for _, tail := range f.tails {
+	for _, f := range config.Families() {
+		other[f.Prefix] = true
+		for _, tail := range f.Tails {
 			other[tail.Name] = true
 		}
 	}
@@ -338,7 +307,7 @@ func TestConfigKeysInSource(t *testing.T) {
 		case ok && k.Ignored:
 			t.Errorf("%s: the code names %q, which the registry says is ignored", pos, s)
 		case !ok && !other[s] && notConfigKeys[s] == "":
-			t.Errorf("%s: %q looks like a property key but is not in the registry: add it to configKeys (config_keys.go), or to notConfigKeys if it is not a property", pos, s)
+			t.Errorf("%s: %q looks like a property key but is not in the registry: add it to the registry (config.Keys), or to notConfigKeys if it is not a property", pos, s)
 		}
 	}
 	for name, k := range known {
@@ -346,34 +315,4 @@ func TestConfigKeysInSource(t *testing.T) {
 			t.Errorf("the registry has %s, but no reader names it: remove it or mark it Ignored", name)
 		}
 	}
-}
-
-// FuzzUnknownConfigKeys checks, for any key, that the check does not
-// panic, that a known key is never reported, and that a suggestion is a
-// known key other than the key itself; and that the distance is symmetric
-// and bounded by the longer string.
-func FuzzUnknownConfigKeys(f *testing.F) {
-	for _, s := range []string{"log.retention.hour", "listener.name.x.sasl.enabled.mechanism", "listener.name..", "retention.ms", "", ".", "ä.ö", "shards"} {
-		f.Add(s, "log.retention.hours")
-	}
-	names := map[string]bool{}
-	for _, k := range ConfigKeys() {
-		names[k.Name] = true
-	}
-	f.Fuzz(func(t *testing.T, key, other string) {
-		got := UnknownConfigKeys(map[string]string{key: "v"})
-		if names[key] || inConfigKeyFamily(key) {
-			if len(got) != 0 {
-				t.Fatalf("known key %q reported: %v", key, got)
-			}
-		} else if len(got) != 1 || got[0].Key != key {
-			t.Fatalf("unknown key %q: got %v", key, got)
-		} else if s := got[0].Suggestion; s != "" && (s == key || !names[s] && !inConfigKeyFamily(s)) {
-			t.Fatalf("key %q: suggestion %q is not another known key", key, s)
-		}
-		d := damerauLevenshtein(key, other)
-		if d != damerauLevenshtein(other, key) || d > max(len(key), len(other)) || (d == 0) != (key == other) {
-			t.Fatalf("damerauLevenshtein(%q, %q) = %d: not a distance", key, other, d)
-		}
-	})
 }

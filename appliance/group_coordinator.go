@@ -23,6 +23,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -64,14 +65,12 @@ type offsetsPartition struct {
 // startGroupCoordinator creates __consumer_offsets when missing, replays
 // it, and starts the offset expiry. It runs in Start, before serving.
 func (b *Broker) startGroupCoordinator() error {
-	cfg, err := group.ConfigFromProps(b.cfg.Props)
-	if err != nil {
-		return err
-	}
+	cfg := b.cfg.groupConfig()
 	t := b.currentImage().Topics[offsetsTopic]
 	if t == nil {
+		var err error
 		t, err = b.createTopic(TopicSpec{Name: offsetsTopic, Partitions: cfg.NumPartitions(), ReplicationFactor: 1,
-			Configs: map[string]string{"cleanup.policy": "compact", "segment.bytes": b.propOr("offsets.topic.segment.bytes", "104857600"), "compression.type": "producer"}}, false)
+			Configs: map[string]string{"cleanup.policy": "compact", "segment.bytes": strconv.Itoa(int(b.cfg.OffsetsSegmentBytes)), "compression.type": "producer"}}, false)
 		if err != nil {
 			return fmt.Errorf("cannot create %s: %w", offsetsTopic, err)
 		}

@@ -40,13 +40,6 @@ const (
 	mechScramSHA512 = security.MechScramSHA512
 )
 
-// defaultSecurityProtocolMap is Kafka's listener.security.protocol.map default.
-const defaultSecurityProtocolMap = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
-
-// defaultSaslMechanisms is ringbroker's sasl.enabled.mechanisms default:
-// every mechanism it implements (Kafka's is GSSAPI).
-const defaultSaslMechanisms = mechPlain + "," + mechScramSHA256 + "," + mechScramSHA512
-
 // Listener is one entry of listeners with what its connections need.
 type Listener struct {
 	// Name is the listener name (PLAINTEXT, SASL_PLAINTEXT, or a custom

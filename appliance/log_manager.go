@@ -206,7 +206,7 @@ func (lm *logManager) reconfigure(t *TopicImage) {
 		b.withPartition(t, p.Partition, func(part *partition) {
 			if part != nil {
 				part.cfg = cfg
-				part.log.SetOptions(cfg.logOptions(b.log, part.log.LogStartOffset()))
+				part.log.SetOptions(cfg.LogOptions(b.log, part.log.LogStartOffset()))
 			}
 		})
 	}

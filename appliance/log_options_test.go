@@ -22,11 +22,11 @@ func TestLogOptionsKafkaZero(t *testing.T) {
 		name string
 		cfg  topicConfig
 	}{
-		{"retention.bytes=0", topicConfig{segmentBytes: 1024, segmentMs: -1, maxIndexBytes: 1 << 20, retentionMs: -1, retentionBytes: 0, fileDeleteDelay: 0, deletePolicy: true}},
-		{"retention.ms=0", topicConfig{segmentBytes: 1024, segmentMs: -1, maxIndexBytes: 1 << 20, retentionMs: 0, retentionBytes: -1, fileDeleteDelay: 0, deletePolicy: true}},
+		{"retention.bytes=0", topicConfig{SegmentBytes: 1024, SegmentMs: -1, SegmentIndexBytes: 1 << 20, RetentionMs: -1, RetentionBytes: 0, FileDeleteDelayMs: 0, DeletePolicy: true}},
+		{"retention.ms=0", topicConfig{SegmentBytes: 1024, SegmentMs: -1, SegmentIndexBytes: 1 << 20, RetentionMs: 0, RetentionBytes: -1, FileDeleteDelayMs: 0, DeletePolicy: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := tc.cfg.logOptions(slog.New(slog.NewTextHandler(io.Discard, nil)), 0)
+			o := tc.cfg.LogOptions(slog.New(slog.NewTextHandler(io.Discard, nil)), 0)
 			if o.RetentionMs == 0 || o.RetentionBytes == 0 || o.FileDeleteDelay >= 0 || o.IndexIntervalBytes == 0 {
 				t.Fatalf("options %+v: a Kafka 0 is still nvme's 'unset'", o)
 			}

@@ -3,35 +3,17 @@ package appliance
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/config"
 	"github.com/ringbroker/ringbroker/appliance/share"
 	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// topicConfig is a topic's effective configuration, parsed.
-type topicConfig struct {
-	segmentBytes    int64
-	segmentMs       int64
-	retentionMs     int64
-	retentionBytes  int64
-	indexInterval   int32
-	maxIndexBytes   int32
-	maxMessageBytes int32
-	logAppendTime   bool
-	compact         bool
-	fileDeleteDelay int64
-	flushMessages   int64
-	flushMs         int64
-
-	deletePolicy       bool  // cleanup.policy holds "delete": retention applies (cleaner.go)
-	maxCompactionLagMs int64 // max.compaction.lag.ms: a compacted log rolls at least this often
-}
+// topicConfig is a topic's effective configuration, parsed (config.Topic).
+type topicConfig = config.Topic
 
 // effectiveTopicConfigs merges the broker defaults with t's overrides.
 func (b *Broker) effectiveTopicConfigs(t *TopicImage) map[string]string {
@@ -47,57 +29,14 @@ func (b *Broker) effectiveTopicConfigs(t *TopicImage) map[string]string {
 	return out
 }
 
+// topicConfig parses t's configs over the broker defaults
+// (config.ParseTopic); a nil t gets the defaults.
 func (b *Broker) topicConfig(t *TopicImage) topicConfig {
-	m := b.effectiveTopicConfigs(t)
-	i64 := func(k string) int64 {
-		v, err := strconv.ParseInt(m[k], 10, 64)
-		if err != nil {
-			v, _ = strconv.ParseInt(b.cfg.TopicDefaults[k], 10, 64)
-		}
-		return v
+	var overrides map[string]string
+	if t != nil {
+		overrides = t.Configs
 	}
-	return topicConfig{
-		segmentBytes:    i64("segment.bytes"),
-		segmentMs:       i64("segment.ms"),
-		retentionMs:     i64("retention.ms"),
-		retentionBytes:  i64("retention.bytes"),
-		indexInterval:   int32(i64("index.interval.bytes")),
-		maxIndexBytes:   int32(i64("segment.index.bytes")),
-		maxMessageBytes: int32(i64("max.message.bytes")),
-		logAppendTime:   m["message.timestamp.type"] == "LogAppendTime",
-		compact:         strings.Contains(m["cleanup.policy"], "compact"),
-		fileDeleteDelay: i64("file.delete.delay.ms"),
-		flushMessages:   i64("flush.messages"),
-		flushMs:         i64("flush.ms"),
-
-		deletePolicy:       strings.Contains(m["cleanup.policy"], "delete"),
-		maxCompactionLagMs: i64("max.compaction.lag.ms"),
-	}
-}
-
-// logOptions maps the topic's configs onto the log's options. nvme.Options
-// reads 0 as "unset, take the default", where Kafka's 0 means none at all:
-// retention.ms=0 and retention.bytes=0 keep no closed segment (1 ms and 1
-// byte do the same), file.delete.delay.ms=0 deletes at once (-1 to nvme),
-// index.interval.bytes=0 indexes every batch (as 1 does).
-func (c topicConfig) logOptions(logger *slog.Logger, logStart int64) nvme.Options {
-	ifZero := func(v, kafkaZero int64) int64 {
-		if v == 0 {
-			return kafkaZero
-		}
-		return v
-	}
-	return c.cleanupOptions(nvme.Options{
-		SegmentBytes:       c.segmentBytes,
-		SegmentMs:          c.segmentMs,
-		IndexIntervalBytes: int32(ifZero(int64(c.indexInterval), 1)),
-		MaxIndexBytes:      c.maxIndexBytes,
-		RetentionMs:        ifZero(c.retentionMs, 1),
-		RetentionBytes:     ifZero(c.retentionBytes, 1),
-		FileDeleteDelay:    time.Duration(ifZero(c.fileDeleteDelay, -1)) * time.Millisecond,
-		LogStartOffset:     logStart,
-		Logger:             logger,
-	})
+	return config.ParseTopic(overrides, b.cfg.TopicDefaults)
 }
 
 // partition is one partition led by this broker. It is owned by its shard:
@@ -288,10 +227,10 @@ func (p *partition) appendLog(records []byte) (nvme.AppendInfo, error) {
 		return nvme.AppendInfo{}, fmt.Errorf("%w: %v", kerr.KafkaStorageError, p.offline)
 	}
 	return p.log.Append(records, nvme.AppendOptions{
-		LogAppendTime:   p.cfg.logAppendTime,
-		MaxMessageBytes: p.cfg.maxMessageBytes,
+		LogAppendTime:   p.cfg.LogAppendTime,
+		MaxMessageBytes: p.cfg.MaxMessageBytes,
 		LeaderEpoch:     p.epoch,
-		RequireKeys:     p.cfg.compact,
+		RequireKeys:     p.cfg.Compact,
 	})
 }
 
@@ -311,8 +250,8 @@ func (p *partition) afterAppend(info nvme.AppendInfo, err error, acks int16, don
 		p.b.metrics.produced(p.topic, info.Bytes, info.NumRecords)
 	}
 	p.unflushed += int64(info.NumRecords)
-	needFlush := p.unflushed >= p.cfg.flushMessages ||
-		(p.cfg.flushMs < int64(time.Duration(math.MaxInt64)/time.Millisecond) && time.Since(p.lastFlush) >= time.Duration(p.cfg.flushMs)*time.Millisecond)
+	needFlush := p.unflushed >= p.cfg.FlushMessages ||
+		(p.cfg.FlushMs < int64(time.Duration(math.MaxInt64)/time.Millisecond) && time.Since(p.lastFlush) >= time.Duration(p.cfg.FlushMs)*time.Millisecond)
 	if acks != -1 && !needFlush {
 		done(res)
 		return

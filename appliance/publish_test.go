@@ -18,7 +18,7 @@ func openParts(b *Broker) []string {
 	for _, st := range b.shards {
 		st.loop.Call(func() {
 			for k, p := range st.parts {
-				out = append(out, fmt.Sprintf("%s/%s/%d retention.ms=%d", p.topic, k.id, k.p, p.cfg.retentionMs))
+				out = append(out, fmt.Sprintf("%s/%s/%d retention.ms=%d", p.topic, k.id, k.p, p.cfg.RetentionMs))
 			}
 		})
 	}
@@ -33,7 +33,7 @@ func imageParts(b *Broker, im *Image) []string {
 	for _, t := range im.Topics {
 		cfg := b.topicConfig(t)
 		for _, p := range t.Partitions {
-			out = append(out, fmt.Sprintf("%s/%s/%d retention.ms=%d", t.Name, t.ID, p.Partition, cfg.retentionMs))
+			out = append(out, fmt.Sprintf("%s/%s/%d retention.ms=%d", t.Name, t.ID, p.Partition, cfg.RetentionMs))
 		}
 	}
 	slices.Sort(out)

@@ -17,6 +17,7 @@ package appliance
 import (
 	"encoding/binary"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -33,7 +34,7 @@ const txnTopic = txn.Topic
 // startTxnCoordinator starts the transaction coordinator (txn.Start). It
 // runs in Start, after the group coordinator, before serving.
 func (b *Broker) startTxnCoordinator() error {
-	c, err := txn.Start(txnBroker{b}, b.cfg.Props, b.log)
+	c, err := txn.Start(txnBroker{b}, b.cfg.Txn, b.log)
 	if err != nil {
 		return err
 	}
@@ -69,7 +70,7 @@ func (a txnBroker) StateLogs(cfg txn.Config) ([]txn.Log, error) {
 	if t == nil {
 		var err error
 		t, err = b.createTopic(TopicSpec{Name: txnTopic, Partitions: cfg.NumPartitions, ReplicationFactor: 1,
-			Configs: map[string]string{"cleanup.policy": "compact", "segment.bytes": b.propOr("transaction.state.log.segment.bytes", "104857600"), "compression.type": "uncompressed"}}, false)
+			Configs: map[string]string{"cleanup.policy": "compact", "segment.bytes": strconv.Itoa(int(b.cfg.TxnSegmentBytes)), "compression.type": "uncompressed"}}, false)
 		if err != nil {
 			return nil, fmt.Errorf("cannot create %s: %w", txnTopic, err)
 		}

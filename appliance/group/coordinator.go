@@ -145,6 +145,12 @@ func ConsumerProtocolEnabled(props map[string]string) bool {
 // partitions the broker creates when the topic is missing.
 func (c Config) NumPartitions() int32 { return c.numPartitions }
 
+// ConsumerProtocol reports whether group.coordinator.rebalance.protocols
+// names the KIP-848 consumer protocol (ConsumerProtocolEnabled): without
+// it ApiVersions leaves ConsumerGroupHeartbeat and ConsumerGroupDescribe
+// out.
+func (c Config) ConsumerProtocol() bool { return c.consumerProtocol }
+
 // RetentionCheck is offsets.retention.check.interval.ms: how often the
 // broker runs ExpireOffsets on every partition.
 func (c Config) RetentionCheck() time.Duration { return c.retentionCheck }

@@ -11,6 +11,7 @@ package quota
 // produce and fetch paths do that part).
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -47,15 +48,15 @@ type Manager struct {
 	throttled       [numTypes]*metrics.Counter
 }
 
-// NewManager reads the sampling config from props (ConfigFromProps) and
-// registers the throttle metrics in set (nil: no metrics):
+// NewManager samples rates as cfg says (ConfigFromProps, parsed once at
+// startup by the broker; both fields must be >= 1) and registers the
+// throttle metrics in set (nil: no metrics):
 //
 //	ringbroker_quota_throttle_time_seconds_total{type}  time responses were held (Kafka's throttle-time, summed)
 //	ringbroker_quota_throttled_requests_total{type}     requests that were throttled
-func NewManager(props map[string]string, set *metrics.Set) (*Manager, error) {
-	cfg, err := ConfigFromProps(props)
-	if err != nil {
-		return nil, err
+func NewManager(cfg Config, set *metrics.Set) (*Manager, error) {
+	if cfg.WindowNum < 1 || cfg.WindowMs < 1 {
+		return nil, fmt.Errorf("cannot create the quota manager: quota.window.num (%d) and quota.window.size.seconds (%d ms) must be >= 1", cfg.WindowNum, cfg.WindowMs)
 	}
 	q := &Manager{cfg: cfg}
 	for t := range q.rates {

@@ -224,7 +224,7 @@ func TestQuotaConfigFromProps(t *testing.T) {
 
 func TestQuotaManagerRecord(t *testing.T) {
 	set := metrics.NewSet()
-	q, err := NewManager(map[string]string{"quota.window.num": "2"}, set)
+	q, err := NewManager(Config{WindowNum: 2, WindowMs: 1000}, set)
 	if err != nil {
 		t.Fatal(err)
 	}

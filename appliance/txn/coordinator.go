@@ -19,6 +19,7 @@ package txn
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -90,10 +91,12 @@ type partition struct {
 // what a restart left half done and starts the timeout check (until
 // b.Closing). The broker runs it once, after the group coordinator, before
 // serving, and stores the Coordinator where Broker.Coordinator finds it.
-func Start(b Broker, props map[string]string, log *slog.Logger) (*Coordinator, error) {
-	cfg, err := ConfigFromProps(props)
-	if err != nil {
-		return nil, err
+//
+// cfg is the parsed configuration (ConfigFromProps, done once at startup by
+// the broker); a cfg without partitions is an error.
+func Start(b Broker, cfg Config, log *slog.Logger) (*Coordinator, error) {
+	if cfg.NumPartitions < 1 {
+		return nil, fmt.Errorf("cannot start the transaction coordinator: transaction.state.log.num.partitions must be >= 1, got %d", cfg.NumPartitions)
 	}
 	logs, err := b.StateLogs(cfg)
 	if err != nil {

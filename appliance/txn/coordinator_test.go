@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -120,7 +121,7 @@ func TestCoordinatorLoadCompletesPrepared(t *testing.T) {
 		b.logs = append(b.logs, l)
 	}
 	defer close(b.closing)
-	c, err := Start(b, map[string]string{"transaction.state.log.num.partitions": "3"}, discard())
+	c, err := Start(b, withPartitions(3), discard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,17 +162,29 @@ func TestCoordinatorLoadCompletesPrepared(t *testing.T) {
 	}
 }
 
-// TestCoordinatorStartErrors: a bad setting and a replay error fail Start.
+// withPartitions is Kafka's default transaction config with n
+// __transaction_state partitions.
+func withPartitions(n int32) Config {
+	c := DefaultConfig()
+	c.NumPartitions = n
+	return c
+}
+
+// TestCoordinatorStartErrors: a bad setting fails ConfigFromProps, a
+// config without partitions and a replay error fail Start.
 func TestCoordinatorStartErrors(t *testing.T) {
 	log := discard()
 	b := &fakeBroker{closing: make(chan struct{}), markers: make(chan MarkerJob, 1)}
 	defer close(b.closing)
-	if _, err := Start(b, map[string]string{"transaction.max.timeout.ms": "x"}, log); err == nil {
-		t.Fatal("Start accepted a bad transaction.max.timeout.ms")
+	if _, err := ConfigFromProps(map[string]string{"transaction.max.timeout.ms": "x"}); err == nil || !strings.Contains(err.Error(), "transaction.max.timeout.ms") {
+		t.Fatalf("a bad transaction.max.timeout.ms: err = %v, want one naming the key", err)
+	}
+	if _, err := Start(b, Config{}, log); err == nil {
+		t.Fatal("Start accepted a config without partitions")
 	}
 	bad := newFakeLog(t, []kmsg.Record{{Key: (&kmsg.TxnMetadataKey{TransactionalID: "x"}).AppendTo(nil), Value: []byte{0, 0, 1}}})
 	b.logs = []Log{bad}
-	if _, err := Start(b, nil, log); err == nil {
+	if _, err := Start(b, DefaultConfig(), log); err == nil {
 		t.Fatal("Start ignored a record that does not decode")
 	}
 }

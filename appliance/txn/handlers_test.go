@@ -61,7 +61,7 @@ func TestHandlersTransaction(t *testing.T) {
 	if r := call(t, tab, ip, 4).(*kmsg.InitProducerIDResponse); r.ErrorCode != kerr.CoordinatorNotAvailable.Code {
 		t.Fatalf("InitProducerId before Start: code %d", r.ErrorCode)
 	}
-	c, err := Start(b, map[string]string{"transaction.state.log.num.partitions": "2"}, discard())
+	c, err := Start(b, withPartitions(2), discard())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func TestProduce(t *testing.T) {
 	if wait(t, nilTarget.done, "the nil coordinator's answer"); nilTarget.err != kerr.CoordinatorNotAvailable {
 		t.Fatalf("without a coordinator: %v", nilTarget.err)
 	}
-	c, err := Start(b, map[string]string{"transaction.state.log.num.partitions": "1"}, discard())
+	c, err := Start(b, withPartitions(1), discard())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,10 +22,10 @@ type importRule struct {
 // lower is what every package above the storage layer may depend on.
 var lower = []string{"cluster/records", "nvme", "ioring", "numa"}
 
-// concept is the row of a concept package under appliance: itself, wire
-// and the lower packages, never another concept package.
+// concept is the row of a concept package under appliance: itself, wire,
+// config and the lower packages, never another concept package.
 func concept(name string) importRule {
-	return importRule{from: "appliance/" + name + "/...", may: append([]string{"appliance/" + name + "/...", "appliance/wire"}, lower...)}
+	return importRule{from: "appliance/" + name + "/...", may: append([]string{"appliance/" + name + "/...", "appliance/wire", "appliance/config"}, lower...)}
 }
 
 // applianceMay is everything the appliance root (and tools/...) may depend on.
@@ -41,6 +41,7 @@ var importRules = []importRule{
 	{from: "cluster/...", may: []string{"cluster/...", "nvme", "ioring", "numa"}},
 	{from: "tiering/...", may: append([]string{"tiering/..."}, lower...)},
 	{from: "appliance/wire", may: lower},
+	{from: "appliance/config", may: lower},
 	concept("group"),
 	concept("txn"),
 	concept("share"),

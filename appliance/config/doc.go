@@ -1,0 +1,13 @@
+// Package config is the broker's configuration vocabulary, below every
+// concept package: the Java properties parser (ParseProperties), the
+// registry of known broker properties with the suggestion of the closest
+// known name for a misspelt one (Keys, UnknownKeys), Kafka's broker-level
+// defaults (BrokerDefaults), and the topic configs with their defaults,
+// validation and typed form (TopicDefs, ValidateTopic, Topic).
+//
+// It imports no concept package and not appliance: concept packages may
+// import it to parse their own sections, and appliance assembles the typed
+// broker Config from the sections (appliance.ConfigFromProperties). Keys
+// that a concept package owns (the GROUP configs) are passed in by the
+// caller as extra Keys. Nothing here holds mutable state.
+package config
