@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/cleaner"
 	"github.com/ringbroker/ringbroker/appliance/metadata"
 	"github.com/ringbroker/ringbroker/appliance/quota"
 	"github.com/ringbroker/ringbroker/appliance/security"
@@ -93,8 +94,8 @@ type storageState struct {
 	tailReads bool
 	lsoMu     sync.Mutex // guards the log-start-offset checkpoint file
 	lockFile  *os.File   // holds the flock on <log.dirs>/.lock
-	// cleaner is the log cleaner (cleaner.go); set in Start.
-	cleaner *logCleaner
+	// cleaner is the log cleaner (cleaner.New); set in Start.
+	cleaner *cleaner.Cleaner
 }
 
 // lifecycle is the broker's start and stop.

@@ -12,26 +12,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/cleaner"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func TestCleanerConfigFromProps(t *testing.T) {
-	c, err := cleanerConfigFromProps(brokerDefaults)
-	if err != nil || !c.enable || c.threads != 1 || c.backoff != 15*time.Second || c.dedupeBytes != 128<<20 || c.ioMaxBytes < 1e300 {
-		t.Fatalf("defaults %+v, %v", c, err)
-	}
-	c, err = cleanerConfigFromProps(map[string]string{"log.cleaner.enable": "false", "log.cleaner.threads": "2",
-		"log.cleaner.io.max.bytes.per.second": "1048576", "log.cleaner.backoff.ms": "50"})
-	if err != nil || c.enable || c.threads != 2 || c.ioMaxBytes != 1<<20 || c.backoff != 50*time.Millisecond {
-		t.Fatalf("parsed %+v, %v", c, err)
-	}
-	for _, bad := range []map[string]string{{"log.cleaner.threads": "x"}, {"log.cleaner.io.max.bytes.per.second": "0"}, {"log.cleaner.enable": "yes please"}, {"log.cleaner.enable": "t"}} {
-		if _, err := cleanerConfigFromProps(bad); err == nil {
-			t.Errorf("%v: want an error", bad)
-		}
+// TestCleanerConfigFromBrokerDefaults checks that the broker's defaults
+// for the log.cleaner.* keys are the cleaner's own.
+func TestCleanerConfigFromBrokerDefaults(t *testing.T) {
+	c, err := cleaner.ConfigFromProps(brokerDefaults)
+	if err != nil || c != cleaner.DefaultConfig() {
+		t.Fatalf("defaults %+v, %v; want %+v", c, err, cleaner.DefaultConfig())
 	}
 }
 
@@ -162,7 +155,7 @@ func TestCleanerCompactsTopicAndOffsets(t *testing.T) {
 			t.Errorf("key-%02d = %q, want value-%d", k%keys, v, k)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, cleanerOffsetCheckpoint)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, cleaner.OffsetCheckpoint)); err != nil {
 		t.Errorf("no cleaner checkpoint: %v", err)
 	}
 	cc.Close()

@@ -47,6 +47,7 @@ var importRules = []importRule{
 	concept("security"),
 	concept("quota"),
 	concept("metadata"),
+	concept("cleaner"),
 	{from: "appliance", may: applianceMay},
 	{from: "tools/...", may: append([]string{"tools/..."}, applianceMay...)},
 	{from: "bench"},
