@@ -21,7 +21,7 @@ func (b *Broker) startCleaner() error {
 		return err
 	}
 	b.store.cleaner = cleaner.New(cleanerHost{b}, cleaner.Options{Config: cfg, LogDir: b.cfg.LogDir,
-		TopicDefaults: b.cfg.TopicDefaults, Metrics: b.metrics.set, Log: b.log})
+		TopicDefaults: b.cfg.TopicDefaults, Metrics: b.metrics.Set(), Log: b.log})
 	b.store.cleaner.Start()
 	return nil
 }

@@ -24,7 +24,7 @@ func TestAbandonedLongPollClosesConnection(t *testing.T) {
 		return len(f.b.front.conns)
 	}
 	base := conns()
-	purgatory := f.b.metrics.fetchPurgatory.Load()
+	purgatory := f.b.metrics.FetchPurgatory()
 
 	fr := kmsg.NewPtrFetchRequest()
 	fr.MaxWaitMillis, fr.MinBytes, fr.MaxBytes = 1<<31-1, 1<<30, 1<<20
@@ -56,10 +56,10 @@ func TestAbandonedLongPollClosesConnection(t *testing.T) {
 		t.Fatalf("%d of %d abandoned long-poll connections still open 5 s after the clients left", got-base, n)
 	}
 	// Their polls ended with them (conn.markClosed), not at max_wait_ms.
-	for f.b.metrics.fetchPurgatory.Load() > purgatory && time.Now().Before(deadline) {
+	for f.b.metrics.FetchPurgatory() > purgatory && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if got := f.b.metrics.fetchPurgatory.Load(); got > purgatory {
+	if got := f.b.metrics.FetchPurgatory(); got > purgatory {
 		t.Fatalf("%d abandoned long polls still in the fetch purgatory", got-purgatory)
 	}
 
@@ -75,10 +75,10 @@ func TestAbandonedLongPollClosesConnection(t *testing.T) {
 		nc.Close()
 	}
 	deadline = time.Now().Add(10 * time.Second)
-	for (conns() > base || f.b.metrics.fetchPurgatory.Load() > purgatory) && time.Now().Before(deadline) {
+	for (conns() > base || f.b.metrics.FetchPurgatory() > purgatory) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if got, p := conns(), f.b.metrics.fetchPurgatory.Load(); got > base || p > purgatory {
+	if got, p := conns(), f.b.metrics.FetchPurgatory(); got > base || p > purgatory {
 		t.Fatalf("after 200 write-and-leave clients: %d connections and %d polls left", got-base, p-purgatory)
 	}
 	f.produceOne(f.produce) // still serving

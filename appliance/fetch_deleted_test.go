@@ -43,7 +43,7 @@ func TestLongPollAcrossDeleteTopics(t *testing.T) {
 	versions := []int16{12, 13}
 	conns := []net.Conn{poll(12), poll(13)}
 	time.Sleep(200 * time.Millisecond) // both parked
-	if n := f.b.metrics.fetchPurgatory.Load(); n < 2 {
+	if n := f.b.metrics.FetchPurgatory(); n < 2 {
 		t.Fatalf("%d fetches waiting before the deletion, want 2", n)
 	}
 

@@ -121,7 +121,7 @@ func recordBytes(resp *kmsg.FetchResponse) map[int32]int {
 func TestFetchLongPoll(t *testing.T) {
 	f := newAllocFixture(t)
 	addr := f.b.Addr().String()
-	base := f.b.metrics.fetchPurgatory.Load()
+	base := f.b.metrics.FetchPurgatory()
 
 	// One batch is ~170 bytes: min_bytes 250 needs one on each partition.
 	start := time.Now()
@@ -163,10 +163,10 @@ func TestFetchLongPoll(t *testing.T) {
 	}
 
 	deadline := time.Now().Add(5 * time.Second)
-	for f.b.metrics.fetchPurgatory.Load() != base && time.Now().Before(deadline) {
+	for f.b.metrics.FetchPurgatory() != base && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if got := f.b.metrics.fetchPurgatory.Load(); got != base {
+	if got := f.b.metrics.FetchPurgatory(); got != base {
 		t.Fatalf("fetch purgatory %d, want %d", got, base)
 	}
 }
