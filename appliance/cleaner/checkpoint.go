@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -30,10 +29,7 @@ const (
 // unreadable file is an empty one.
 func readCheckpoints(dir string) map[name]entry {
 	open := func(file string) io.Reader {
-		b, err := os.ReadFile(filepath.Join(dir, file))
-		if err != nil {
-			return bytes.NewReader(nil)
-		}
+		b, _ := os.ReadFile(filepath.Join(dir, file))
 		return bytes.NewReader(b)
 	}
 	return parseCheckpoints(open(OffsetCheckpoint), open(HorizonCheckpoint))
@@ -44,37 +40,24 @@ func readCheckpoints(dir string) map[name]entry {
 // partition the offset file names.
 func parseCheckpoints(offsets, horizons io.Reader) map[name]entry {
 	out := map[name]entry{}
-	eachLine := func(r io.Reader, fn func(fields []string)) {
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for line := 0; sc.Scan(); line++ {
-			if line >= 2 {
-				fn(strings.Fields(sc.Text()))
-			}
-		}
+	for n, o := range nvme.ParseOffsetCheckpoint(offsets) {
+		out[n] = entry{state: nvme.CleanerState{FirstDirty: o}}
 	}
-	eachLine(offsets, func(fs []string) {
-		if len(fs) != 3 {
-			return
-		}
-		p, err1 := strconv.ParseInt(fs[1], 10, 32)
-		o, err2 := strconv.ParseInt(fs[2], 10, 64)
-		if err1 == nil && err2 == nil {
-			out[name{fs[0], int32(p)}] = entry{state: nvme.CleanerState{FirstDirty: o}}
-		}
-	})
-	eachLine(horizons, func(fs []string) {
-		if len(fs) < 3 {
-			return
+	sc := bufio.NewScanner(horizons)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for line := 0; sc.Scan(); line++ {
+		fs := strings.Fields(sc.Text())
+		if line < 2 || len(fs) < 3 {
+			continue
 		}
 		p, err := strconv.ParseInt(fs[1], 10, 32)
 		if err != nil {
-			return
+			continue
 		}
-		n := name{fs[0], int32(p)}
+		n := name{Topic: fs[0], Partition: int32(p)}
 		e, ok := out[n]
 		if !ok {
-			return
+			continue
 		}
 		var id [16]byte
 		if raw, err := decodeTopicID(fs[2]); err == nil {
@@ -92,7 +75,7 @@ func parseCheckpoints(offsets, horizons io.Reader) map[name]entry {
 			}
 		}
 		out[n] = e
-	})
+	}
 	return out
 }
 
@@ -112,28 +95,25 @@ func decodeTopicID(s string) ([16]byte, error) {
 // states, partitions sorted by topic then partition.
 func encodeCheckpoints(states map[name]entry) (offsets, horizons []byte) {
 	names := make([]name, 0, len(states))
-	for n := range states {
+	firstDirty := make(map[name]int64, len(states))
+	for n, e := range states {
 		names = append(names, n)
+		firstDirty[n] = e.state.FirstDirty
 	}
-	sort.Slice(names, func(i, j int) bool {
-		if names[i].topic != names[j].topic {
-			return names[i].topic < names[j].topic
-		}
-		return names[i].p < names[j].p
-	})
-	var offs, hor strings.Builder
-	fmt.Fprintf(&offs, "0\n%d\n", len(names))
-	fmt.Fprintf(&hor, "0\n%d\n", len(names))
+	nvme.SortTopicPartitions(names)
+	hor := fmt.Appendf(nil, "0\n%d\n", len(names))
 	for _, n := range names {
 		e := states[n]
-		fmt.Fprintf(&offs, "%s %d %d\n", n.topic, n.p, e.state.FirstDirty)
-		pts := make([]string, 0, len(e.state.Points))
-		for _, p := range e.state.Points {
-			pts = append(pts, fmt.Sprintf("%d:%d", p.EndOffset, p.CleanedMs))
+		hor = fmt.Appendf(hor, "%s %d %s ", n.Topic, n.Partition, base64.RawURLEncoding.EncodeToString(e.id[:]))
+		for i, p := range e.state.Points {
+			if i > 0 {
+				hor = append(hor, ',')
+			}
+			hor = fmt.Appendf(hor, "%d:%d", p.EndOffset, p.CleanedMs)
 		}
-		fmt.Fprintf(&hor, "%s %d %s %s\n", n.topic, n.p, base64.RawURLEncoding.EncodeToString(e.id[:]), strings.Join(pts, ","))
+		hor = append(hor, '\n')
 	}
-	return []byte(offs.String()), []byte(hor.String())
+	return nvme.AppendOffsetCheckpoint(nil, firstDirty), hor
 }
 
 // writeCheckpoints writes both checkpoint files from the states, the

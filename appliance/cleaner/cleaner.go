@@ -94,10 +94,7 @@ type Cleaner struct {
 }
 
 // name names a partition by topic name, as Kafka's checkpoint files do.
-type name struct {
-	topic string
-	p     int32
-}
+type name = nvme.TopicPartition
 
 // entry is a partition's cleaner state and the topic id it belongs to
 // (zero when the checkpoint did not say).
@@ -120,7 +117,7 @@ func New(h Host, o Options) *Cleaner {
 		states: readCheckpoints(o.LogDir), busy: map[Key]bool{}}
 	// A topic created again under the same name starts over.
 	for n, e := range c.states {
-		if id, ok := h.TopicID(n.topic); !ok || (e.id != [16]byte{} && e.id != id) {
+		if id, ok := h.TopicID(n.Topic); !ok || (e.id != [16]byte{} && e.id != id) {
 			delete(c.states, n)
 		}
 	}
@@ -248,7 +245,7 @@ func (c *Cleaner) cleanOne() bool {
 			if !ok {
 				return
 			}
-			n := name{p.Topic, p.Index}
+			n := name{Topic: p.Topic, Partition: p.Index}
 			cl := p.Log.Cleanable(c.stateOf(n, p.TopicID), cfg)
 			if cl.Needed {
 				cands = append(cands, candidate{shard: shard, key: p.Key, name: n, cfg: cfg, clean: cl})
@@ -343,5 +340,5 @@ func (c *Cleaner) clean(cand *candidate) {
 
 func (c *Cleaner) failed(cand *candidate, err error) {
 	c.o.Metrics.GetOrCreateCounter("ringbroker_log_cleaner_errors_total").Inc()
-	c.o.Log.Warn("log cleaning failed", "topic", cand.name.topic, "partition", cand.name.p, "err", err)
+	c.o.Log.Warn("log cleaning failed", "topic", cand.name.Topic, "partition", cand.name.Partition, "err", err)
 }

@@ -42,9 +42,9 @@ func TestConfigFromProps(t *testing.T) {
 func TestCheckpointsRoundTrip(t *testing.T) {
 	id := [16]byte{1, 2, 3}
 	states := map[name]entry{
-		{"b", 10}: {id: id, state: nvme.CleanerState{FirstDirty: 7, Points: []nvme.CleanPoint{{EndOffset: 5, CleanedMs: 100}, {EndOffset: 7, CleanedMs: 200}}}},
-		{"b", 2}:  {id: id, state: nvme.CleanerState{FirstDirty: 3}},
-		{"a", 0}:  {state: nvme.CleanerState{FirstDirty: 1}},
+		{Topic: "b", Partition: 10}: {id: id, state: nvme.CleanerState{FirstDirty: 7, Points: []nvme.CleanPoint{{EndOffset: 5, CleanedMs: 100}, {EndOffset: 7, CleanedMs: 200}}}},
+		{Topic: "b", Partition: 2}:  {id: id, state: nvme.CleanerState{FirstDirty: 3}},
+		{Topic: "a", Partition: 0}:  {state: nvme.CleanerState{FirstDirty: 1}},
 	}
 	offs, hor := encodeCheckpoints(states)
 	if want := "0\n3\na 0 1\nb 2 3\nb 10 7\n"; string(offs) != want {
@@ -60,14 +60,14 @@ func TestCheckpointsRoundTrip(t *testing.T) {
 	// A horizon line for a partition the offset file lacks is dropped,
 	// and so are malformed lines.
 	got = parseCheckpoints(strings.NewReader("0\n2\nx 0 5\nx y 1\n"), strings.NewReader("0\n2\nz 0 AQ 1:2\nx 0 bad 3:4,junk\n"))
-	want := map[name]entry{{"x", 0}: {state: nvme.CleanerState{FirstDirty: 5, Points: []nvme.CleanPoint{{EndOffset: 3, CleanedMs: 4}}}}}
+	want := map[name]entry{{Topic: "x", Partition: 0}: {state: nvme.CleanerState{FirstDirty: 5, Points: []nvme.CleanPoint{{EndOffset: 3, CleanedMs: 4}}}}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("parsed %+v, want %+v", got, want)
 	}
 }
 
 func FuzzParseCheckpoints(f *testing.F) {
-	offs, hor := encodeCheckpoints(map[name]entry{{"t", 1}: {id: [16]byte{9}, state: nvme.CleanerState{FirstDirty: 4, Points: []nvme.CleanPoint{{EndOffset: 4, CleanedMs: 9}}}}})
+	offs, hor := encodeCheckpoints(map[name]entry{{Topic: "t", Partition: 1}: {id: [16]byte{9}, state: nvme.CleanerState{FirstDirty: 4, Points: []nvme.CleanPoint{{EndOffset: 4, CleanedMs: 9}}}}})
 	f.Add(offs, hor)
 	f.Add([]byte("0\n1\nt 0 -1\n"), []byte("0\n1\nt 0 AAAAAAAAAAAAAAAAAAAAAA 1:1,2:x\n"))
 	f.Add([]byte(""), []byte("\n\n\n"))
@@ -203,10 +203,10 @@ func TestCleanOnePicks(t *testing.T) {
 func TestNewDropsRecreatedTopics(t *testing.T) {
 	dir := t.TempDir()
 	offs, hor := encodeCheckpoints(map[name]entry{
-		{"same", 0}:  {id: [16]byte{1}, state: nvme.CleanerState{FirstDirty: 10}},
-		{"again", 0}: {id: [16]byte{2}, state: nvme.CleanerState{FirstDirty: 20}},
-		{"gone", 0}:  {id: [16]byte{3}, state: nvme.CleanerState{FirstDirty: 30}},
-		{"noid", 0}:  {state: nvme.CleanerState{FirstDirty: 40}},
+		{Topic: "same", Partition: 0}:  {id: [16]byte{1}, state: nvme.CleanerState{FirstDirty: 10}},
+		{Topic: "again", Partition: 0}: {id: [16]byte{2}, state: nvme.CleanerState{FirstDirty: 20}},
+		{Topic: "gone", Partition: 0}:  {id: [16]byte{3}, state: nvme.CleanerState{FirstDirty: 30}},
+		{Topic: "noid", Partition: 0}:  {state: nvme.CleanerState{FirstDirty: 40}},
 	})
 	for file, body := range map[string][]byte{OffsetCheckpoint: offs, HorizonCheckpoint: hor} {
 		if err := os.WriteFile(filepath.Join(dir, file), body, 0o644); err != nil {
@@ -215,10 +215,10 @@ func TestNewDropsRecreatedTopics(t *testing.T) {
 	}
 	h := &fakeHost{ids: map[string][16]byte{"same": {1}, "again": {9}, "noid": {4}}}
 	c := New(h, Options{Config: DefaultConfig(), LogDir: dir})
-	if got := c.stateOf(name{"same", 0}, [16]byte{1}).FirstDirty; got != 10 {
+	if got := c.stateOf(name{Topic: "same", Partition: 0}, [16]byte{1}).FirstDirty; got != 10 {
 		t.Errorf("same topic: first dirty %d, want 10", got)
 	}
-	if got := c.stateOf(name{"noid", 0}, [16]byte{4}).FirstDirty; got != 40 {
+	if got := c.stateOf(name{Topic: "noid", Partition: 0}, [16]byte{4}).FirstDirty; got != 40 {
 		t.Errorf("state without an id: first dirty %d, want 40", got)
 	}
 	if len(c.states) != 2 {
@@ -227,7 +227,7 @@ func TestNewDropsRecreatedTopics(t *testing.T) {
 	// Written back, the files hold what survived.
 	c.writeCheckpoints()
 	got := readCheckpoints(dir)
-	if len(got) != 2 || got[name{"same", 0}].id != [16]byte{1} {
+	if len(got) != 2 || got[name{Topic: "same", Partition: 0}].id != [16]byte{1} {
 		t.Errorf("rewritten checkpoints %+v", got)
 	}
 }
