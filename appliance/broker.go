@@ -257,7 +257,7 @@ func (b *Broker) Start() (err error) {
 	for _, st := range b.shards {
 		b.startHousekeeping(st)
 	}
-	if err := b.startCleaner(); err != nil { // cleaner.go
+	if err := b.startCleaner(); err != nil { // cleaner.New, package appliance/cleaner
 		eng.Close()
 		b.abortStart()
 		return err

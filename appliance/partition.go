@@ -29,7 +29,7 @@ type topicConfig struct {
 	flushMessages   int64
 	flushMs         int64
 
-	deletePolicy       bool  // cleanup.policy holds "delete": retention applies (cleaner.go)
+	deletePolicy       bool  // cleanup.policy holds "delete": retention applies (topicConfig.cleanupOptions)
 	maxCompactionLagMs int64 // max.compaction.lag.ms: a compacted log rolls at least this often
 }
 
