@@ -14,7 +14,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/cleaner"
 	"github.com/ringbroker/ringbroker/appliance/metadata"
+	"github.com/ringbroker/ringbroker/appliance/metrics"
 	"github.com/ringbroker/ringbroker/appliance/quota"
 	"github.com/ringbroker/ringbroker/appliance/security"
 	"github.com/ringbroker/ringbroker/appliance/txn"
@@ -36,7 +38,7 @@ type Broker struct {
 	coord  coordinators // the group and transaction coordinators
 	store  storageState // the data directory: device, lock, checkpoints, cleaner
 
-	metrics *brokerMetrics       // never nil after New
+	metrics *metrics.Metrics     // never nil after New
 	quotas  *quota.Manager       // byte-rate quota rates (quota_enforce.go); never nil after New
 	authz   *security.Authorizer // the ACL authorizer; nil when authorizer.class.name is empty
 	life    lifecycle
@@ -93,8 +95,8 @@ type storageState struct {
 	tailReads bool
 	lsoMu     sync.Mutex // guards the log-start-offset checkpoint file
 	lockFile  *os.File   // holds the flock on <log.dirs>/.lock
-	// cleaner is the log cleaner (cleaner.go); set in Start.
-	cleaner *logCleaner
+	// cleaner is the log cleaner (cleaner.New); set in Start.
+	cleaner *cleaner.Cleaner
 }
 
 // lifecycle is the broker's start and stop.
@@ -150,7 +152,7 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 	b.authz = newAuthorizer(cfg, func() *ACLSet { return b.ctl.acls.of(b.currentImage().ACLs) })
 	b.front.apis = newAPITable(b)
 	b.metrics = newBrokerMetrics(b, b.front.apis)
-	q, err := quota.NewManager(cfg.Quota, b.metrics.set)
+	q, err := quota.NewManager(cfg.Quota, b.metrics.Set())
 	if err != nil {
 		return nil, err
 	}
@@ -255,7 +257,7 @@ func (b *Broker) Start() (err error) {
 	for _, st := range b.shards {
 		b.startHousekeeping(st)
 	}
-	if err := b.startCleaner(); err != nil { // cleaner.go
+	if err := b.startCleaner(); err != nil { // cleaner.New, package appliance/cleaner
 		eng.Close()
 		b.abortStart()
 		return err
@@ -265,7 +267,7 @@ func (b *Broker) Start() (err error) {
 		"listeners", strings.Join(addrs, ","), "advertised.listeners", strings.Join(advertised, ","),
 		"node.id", b.cfg.NodeID, "log.dirs", b.cfg.LogDir, "shards", b.cfg.Shards, "io.engine", eng.Name(), "log.io.mode", b.cfg.LogIOMode,
 		"topics", len(im.Topics), "startup", time.Since(b.life.startedAt).Round(time.Millisecond).String())
-	b.metrics.start()
+	b.metrics.Start()
 	return nil
 }
 
@@ -281,7 +283,7 @@ func (b *Broker) Close() error {
 	var err error
 	b.life.closeOnce.Do(func() {
 		close(b.life.closing)
-		b.metrics.stopHTTP()
+		b.metrics.Stop()
 		if b.front.engine != nil {
 			b.front.engine.Close()
 		}

@@ -1,18 +1,19 @@
 package appliance
 
 import (
-	"bufio"
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/ringbroker/ringbroker/nvme"
 )
 
-// tpName names a partition by topic name, as Kafka's checkpoint files do.
+// tpName names a partition by topic name, as Kafka's checkpoint files do
+// (the log manager's start offsets at open).
 type tpName struct {
 	topic string
 	p     int32
@@ -47,69 +48,17 @@ func (b *Broker) loadOrWriteMetaProperties() error {
 		b.cfg.ClusterID = base64.RawURLEncoding.EncodeToString(id[:])
 	}
 	body := fmt.Sprintf("#\n#ringbroker\nversion=1\ncluster.id=%s\nnode.id=%d\n", b.cfg.ClusterID, b.cfg.NodeID)
-	return writeFileAtomic(path, []byte(body))
-}
-
-// writeFileAtomic writes body to path through a synced temp file and rename.
-func writeFileAtomic(path string, body []byte) (err error) {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return fmt.Errorf("cannot create %q: %w", tmp, err)
-	}
-	defer func() {
-		if err != nil {
-			os.Remove(tmp) // a full disk's failure leaves no stray file
-		}
-	}()
-	if _, err := f.Write(body); err != nil {
-		f.Close()
-		return fmt.Errorf("cannot write %q: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("cannot sync %q: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("cannot close %q: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("cannot rename %q: %w", tmp, err)
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
+	return nvme.WriteFileAtomic(path, []byte(body))
 }
 
 const logStartCheckpoint = "log-start-offset-checkpoint"
 
-// readLogStartOffsets reads Kafka's log-start-offset-checkpoint: "0",
-// a count, then "topic partition offset" lines.
+// readLogStartOffsets reads Kafka's log-start-offset-checkpoint
+// (nvme.ReadOffsetCheckpoint).
 func (b *Broker) readLogStartOffsets() map[tpName]int64 {
 	out := map[tpName]int64{}
-	f, err := os.Open(filepath.Join(b.cfg.LogDir, logStartCheckpoint))
-	if err != nil {
-		return out
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	line := 0
-	for sc.Scan() {
-		line++
-		if line <= 2 {
-			continue
-		}
-		fs := strings.Fields(sc.Text())
-		if len(fs) != 3 {
-			continue
-		}
-		p, err1 := strconv.ParseInt(fs[1], 10, 32)
-		o, err2 := strconv.ParseInt(fs[2], 10, 64)
-		if err1 == nil && err2 == nil {
-			out[tpName{fs[0], int32(p)}] = o
-		}
+	for tp, o := range nvme.ReadOffsetCheckpoint(filepath.Join(b.cfg.LogDir, logStartCheckpoint)) {
+		out[tpName{tp.Topic, tp.Partition}] = o
 	}
 	return out
 }
@@ -118,24 +67,17 @@ func (b *Broker) readLogStartOffsets() map[tpName]int64 {
 func (b *Broker) writeLogStartOffsets() {
 	b.store.lsoMu.Lock()
 	defer b.store.lsoMu.Unlock()
-	var lines []string
+	offs := map[nvme.TopicPartition]int64{}
 	for _, st := range b.shards {
-		var local []string
 		st.loop.Call(func() {
 			for _, p := range st.parts {
 				if p.log != nil {
-					local = append(local, fmt.Sprintf("%s %d %d", p.topic, p.index, p.log.LogStartOffset()))
+					offs[nvme.TopicPartition{Topic: p.topic, Partition: p.index}] = p.log.LogStartOffset()
 				}
 			}
 		})
-		lines = append(lines, local...)
 	}
-	sort.Strings(lines)
-	body := fmt.Sprintf("0\n%d\n%s", len(lines), strings.Join(lines, "\n"))
-	if len(lines) > 0 {
-		body += "\n"
-	}
-	if err := writeFileAtomic(filepath.Join(b.cfg.LogDir, logStartCheckpoint), []byte(body)); err != nil {
+	if err := nvme.WriteOffsetCheckpoint(filepath.Join(b.cfg.LogDir, logStartCheckpoint), offs); err != nil {
 		b.log.Error("cannot write log start offset checkpoint", "err", err)
 	}
 }

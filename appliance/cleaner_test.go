@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/cleaner"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -132,7 +133,7 @@ func TestCleanerCompactsTopicAndOffsets(t *testing.T) {
 			t.Errorf("key-%02d = %q, want value-%d", k%keys, v, k)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, cleanerOffsetCheckpoint)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, cleaner.OffsetCheckpoint)); err != nil {
 		t.Errorf("no cleaner checkpoint: %v", err)
 	}
 	cc.Close()

@@ -726,7 +726,7 @@ func (c *conn) writeSlot(bw *bufio.Writer, hdrp *[]byte, s *slot, broken bool) b
 		s.abandon()
 		return true
 	}
-	c.b.metrics.requestDone(s.key, s.start, s.resp)
+	c.b.metrics.RequestDone(s.key, s.start, s.resp)
 	if s.closeNow {
 		bw.Flush()
 		c.close()

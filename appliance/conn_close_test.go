@@ -25,7 +25,7 @@ func TestAbandonedLongPollClosesConnection(t *testing.T) {
 		return len(f.b.front.conns)
 	}
 	base := conns()
-	purgatory := f.b.metrics.fetchPurgatory.Load()
+	purgatory := f.b.metrics.FetchPurgatory()
 
 	fr := kmsg.NewPtrFetchRequest()
 	fr.MaxWaitMillis, fr.MinBytes, fr.MaxBytes = 1<<31-1, 1<<30, 1<<20
@@ -41,7 +41,7 @@ func TestAbandonedLongPollClosesConnection(t *testing.T) {
 	for i := 0; i < n; i++ {
 		// The polls of the connections closed before have ended (if they
 		// have not within 2 s, the checks below fail).
-		wait.Until(2*time.Second, func() bool { return f.b.metrics.fetchPurgatory.Load() <= purgatory })
+		wait.Until(2*time.Second, func() bool { return f.b.metrics.FetchPurgatory() <= purgatory })
 		nc, err := net.Dial("tcp", f.b.Addr().String())
 		if err != nil {
 			t.Fatal(err)
@@ -51,7 +51,7 @@ func TestAbandonedLongPollClosesConnection(t *testing.T) {
 		}
 		// Let the broker start the poll (or give up after 2 s: closing
 		// before it parks is the other race, which must hold too).
-		wait.Until(2*time.Second, func() bool { return f.b.metrics.fetchPurgatory.Load() > purgatory })
+		wait.Until(2*time.Second, func() bool { return f.b.metrics.FetchPurgatory() > purgatory })
 		nc.Close()
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -60,8 +60,8 @@ func TestAbandonedLongPollClosesConnection(t *testing.T) {
 		t.Fatalf("%d of %d abandoned long-poll connections still open 5 s after the clients left", got-base, n)
 	}
 	// Their polls ended with them (conn.markClosed), not at max_wait_ms.
-	wait.Until(time.Until(deadline), func() bool { return f.b.metrics.fetchPurgatory.Load() <= purgatory })
-	if got := f.b.metrics.fetchPurgatory.Load(); got > purgatory {
+	wait.Until(time.Until(deadline), func() bool { return f.b.metrics.FetchPurgatory() <= purgatory })
+	if got := f.b.metrics.FetchPurgatory(); got > purgatory {
 		t.Fatalf("%d abandoned long polls still in the fetch purgatory", got-purgatory)
 	}
 
@@ -76,8 +76,8 @@ func TestAbandonedLongPollClosesConnection(t *testing.T) {
 		nc.Write(frame)
 		nc.Close()
 	}
-	wait.Until(10*time.Second, func() bool { return conns() <= base && f.b.metrics.fetchPurgatory.Load() <= purgatory })
-	if got, p := conns(), f.b.metrics.fetchPurgatory.Load(); got > base || p > purgatory {
+	wait.Until(10*time.Second, func() bool { return conns() <= base && f.b.metrics.FetchPurgatory() <= purgatory })
+	if got, p := conns(), f.b.metrics.FetchPurgatory(); got > base || p > purgatory {
 		t.Fatalf("after 200 write-and-leave clients: %d connections and %d polls left", got-base, p-purgatory)
 	}
 	f.produceOne(f.produce) // still serving

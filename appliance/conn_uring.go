@@ -331,7 +331,7 @@ func (u *uringConn) pump() {
 		if s == nil {
 			break
 		}
-		c.b.metrics.requestDone(s.key, s.start, s.resp)
+		c.b.metrics.RequestDone(s.key, s.start, s.resp)
 		if s.closeNow {
 			u.closeAfterFlush()
 			break

@@ -64,7 +64,7 @@ func remoteIP(remote string) string {
 // be (b.front.mu held).
 func (b *Broker) admitLocked(ip string) (reason string) {
 	if int64(len(b.front.conns)) >= int64(b.cfg.MaxConnections) {
-		b.metrics.connRejected("max_connections")
+		b.metrics.ConnRejected("max_connections")
 		return fmt.Sprintf("the broker has the configured maximum of %d connections (max.connections)", b.cfg.MaxConnections)
 	}
 	limit := b.cfg.MaxConnectionsPerIP
@@ -72,7 +72,7 @@ func (b *Broker) admitLocked(ip string) (reason string) {
 		limit = n
 	}
 	if b.front.perIP[ip] >= limit {
-		b.metrics.connRejected("max_connections_per_ip")
+		b.metrics.ConnRejected("max_connections_per_ip")
 		return fmt.Sprintf("address %s already has the configured maximum of %d connections (max.connections.per.ip)", ip, limit)
 	}
 	if b.front.perIP == nil {

@@ -75,7 +75,7 @@ func TestConnectionCaps(t *testing.T) {
 				for range 2 {
 					dialAPIVersions(t, addr, false).Close()
 				}
-				if n := f.b.metrics.connsRejected[c.reason].Get(); n != 2 {
+				if n := f.b.metrics.RejectedConnections(c.reason); n != 2 {
 					t.Fatalf("%d connections counted as rejected for %s, want 2", n, c.reason)
 				}
 				for _, nc := range open[1:] { // still served

@@ -46,7 +46,7 @@ func (b *Broker) warnConn(msg string, args ...any) {
 	ok, dropped := b.front.warn.allow(time.Now())
 	if !ok {
 		if b.metrics != nil {
-			b.metrics.connWarnsDropped.Inc()
+			b.metrics.ConnWarningSuppressed()
 		}
 		return
 	}

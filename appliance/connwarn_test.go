@@ -44,7 +44,7 @@ func TestWarnConnCountsDropped(t *testing.T) {
 	if n := bytes.Count(buf.Bytes(), []byte("closing connection")); n != connWarnBurst {
 		t.Fatalf("%d lines logged, want %d", n, connWarnBurst)
 	}
-	if n := b.metrics.connWarnsDropped.Get(); n != 30 {
+	if n := b.metrics.SuppressedConnWarnings(); n != 30 {
 		t.Fatalf("ringbroker_connection_warnings_suppressed_total %d, want 30", n)
 	}
 }

@@ -43,8 +43,8 @@ func TestLongPollAcrossDeleteTopics(t *testing.T) {
 	}
 	versions := []int16{12, 13}
 	conns := []net.Conn{poll(12), poll(13)}
-	wait.Until(5*time.Second, func() bool { return f.b.metrics.fetchPurgatory.Load() >= 2 }) // both parked
-	if n := f.b.metrics.fetchPurgatory.Load(); n < 2 {
+	wait.Until(5*time.Second, func() bool { return f.b.metrics.FetchPurgatory() >= 2 }) // both parked
+	if n := f.b.metrics.FetchPurgatory(); n < 2 {
 		t.Fatalf("%d fetches waiting before the deletion, want 2", n)
 	}
 

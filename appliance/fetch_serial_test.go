@@ -124,7 +124,7 @@ func TestSlowReaderPinsOneFetchAnswer(t *testing.T) {
 		fillPartition0(f, 80) // 8 MB: one answer outgrows the socket buffers
 		nc := smallRcvBuf(t, f.b.Addr().String())
 		defer nc.Close()
-		out := f.b.metrics.topic("a").bytesOut
+		out := bytesOutCounter{f.b.metrics, "a"}
 		before := out.Get()
 		const n = 20
 		var all []byte
@@ -168,7 +168,7 @@ func TestFetchAfterUnreadAnswerRuns(t *testing.T) {
 		fillPartition0(f, 80) // 8 MB
 		nc := smallRcvBuf(t, f.b.Addr().String())
 		defer nc.Close()
-		out := f.b.metrics.topic("a").bytesOut
+		out := bytesOutCounter{f.b.metrics, "a"}
 		before := out.Get()
 		if _, err := nc.Write(fetchFrame(1, 1, 0, 8<<20, 0)); err != nil {
 			t.Fatal(err)

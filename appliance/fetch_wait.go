@@ -136,7 +136,7 @@ func (fs *fetchState) begin() {
 	if m := fs.req.MaxBytes; m > 0 {
 		fs.maxBytes = min(m, fs.maxBytes)
 	}
-	fs.b.metrics.fetchPurgatory.Add(1)
+	fs.b.metrics.AddFetchPurgatory(1)
 	fs.rs.refs.Add(1) // the read pass's
 	fs.groupByShard()
 	if fs.req.MaxWaitMillis > 0 {
@@ -306,10 +306,10 @@ func (fs *fetchState) peekRun(i, j int) bool {
 			res, ends, ok := v.tail.Read(op.chunks, op.ends, in.offset, limit, end, first)
 			op.chunks, op.ends = res.Chunks, ends
 			if !ok {
-				fs.b.metrics.tailRead(false)
+				fs.b.metrics.TailRead(false)
 				return fs.unpeek(i, i+k)
 			}
-			fs.b.metrics.tailRead(true)
+			fs.b.metrics.TailRead(true)
 			op.bytes, op.limited = res.Bytes, res.Limited
 			if res.Limited && limit < in.maxBytes {
 				fs.full = true // the run's max_bytes budget, not the partition's limit
@@ -687,11 +687,11 @@ func (fs *fetchState) answer(out *rawResponse, offLoop bool) {
 		go fs.answer(out, true)
 		return
 	}
-	b.metrics.fetched(fs.outs)
+	countFetched(b.metrics, fs.outs)
 	if throttled {
 		b.fetchQuota(im, r, fs.outs, out) // consumer_byte_rate (quota_enforce.go)
 	}
-	b.metrics.fetchPurgatory.Add(-1)
+	b.metrics.AddFetchPurgatory(-1)
 	s := &fs.rs.slot
 	if out != nil {
 		s.resp = out

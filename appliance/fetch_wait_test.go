@@ -122,12 +122,12 @@ func recordBytes(resp *kmsg.FetchResponse) map[int32]int {
 func TestFetchLongPoll(t *testing.T) {
 	f := newAllocFixture(t)
 	addr := f.b.Addr().String()
-	base := f.b.metrics.fetchPurgatory.Load()
+	base := f.b.metrics.FetchPurgatory()
 
 	// One batch is ~170 bytes: min_bytes 250 needs one on each partition.
 	start := time.Now()
 	answer := sendFetch(t, addr, longPollFrame(250, 20000))
-	if !wait.Until(5*time.Second, func() bool { return f.b.metrics.fetchPurgatory.Load() > base }) {
+	if !wait.Until(5*time.Second, func() bool { return f.b.metrics.FetchPurgatory() > base }) {
 		t.Fatal("the long poll did not park within 5 s")
 	}
 	f.produceOne(produceTo(1))
@@ -165,8 +165,8 @@ func TestFetchLongPoll(t *testing.T) {
 		t.Fatal("the long poll did not answer at max_wait_ms")
 	}
 
-	wait.Until(5*time.Second, func() bool { return f.b.metrics.fetchPurgatory.Load() == base })
-	if got := f.b.metrics.fetchPurgatory.Load(); got != base {
+	wait.Until(5*time.Second, func() bool { return f.b.metrics.FetchPurgatory() == base })
+	if got := f.b.metrics.FetchPurgatory(); got != base {
 		t.Fatalf("fetch purgatory %d, want %d", got, base)
 	}
 }
@@ -479,13 +479,13 @@ func TestFetchReleasesUnsentReads(t *testing.T) {
 			base = n
 			return same
 		})
-		parked := f.b.metrics.fetchPurgatory.Load()
+		parked := f.b.metrics.FetchPurgatory()
 		const rounds = 4
 		for i := 0; i < rounds; i++ {
 			// One append brings less than min_bytes: its pass parks with
 			// what it read; the second append's pass reads both again.
 			answer := sendFetch(t, addr, fetchFrom(batch+1, 1<<20, 10000, next))
-			if !wait.Until(5*time.Second, func() bool { return f.b.metrics.fetchPurgatory.Load() > parked }) {
+			if !wait.Until(5*time.Second, func() bool { return f.b.metrics.FetchPurgatory() > parked }) {
 				t.Fatalf("long poll %d did not park within 5 s", i)
 			}
 			f.produceOne(produceTo(1))

@@ -10,10 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ringbroker/ringbroker/appliance/wire"
-	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/ringbroker/ringbroker/appliance/metrics"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func startTestBroker(t *testing.T, props map[string]string) *Broker {
@@ -112,51 +110,21 @@ func TestMetricsDisabledAndBadListener(t *testing.T) {
 	}
 }
 
-func TestCountResponseErrors(t *testing.T) {
-	b := &Broker{}
-	m := newBrokerMetrics(b, newAPITable(b))
-	resp := kmsg.NewPtrDeleteTopicsResponse()
-	for _, code := range []int16{0, kerr.UnknownTopicOrPartition.Code, kerr.UnknownTopicOrPartition.Code} {
-		rt := kmsg.NewDeleteTopicsResponseTopic()
-		rt.ErrorCode = code
-		resp.Topics = append(resp.Topics, rt)
-	}
-	m.requestDone(20, time.Now(), resp)
-	pr := kmsg.NewPtrProduceResponse()
-	pt := kmsg.NewProduceResponseTopic()
-	pp := kmsg.NewProduceResponseTopicPartition()
-	pp.ErrorCode = kerr.NotLeaderForPartition.Code
-	pt.Partitions = append(pt.Partitions, pp)
-	pr.Topics = append(pr.Topics, pt)
-	m.requestDone(0, time.Now(), pr)
-	var sb strings.Builder
-	m.set.WritePrometheus(&sb)
-	out := sb.String()
-	for _, want := range []string{`ringbroker_request_errors_total{api="DeleteTopics",error="UNKNOWN_TOPIC_OR_PARTITION"} 2`,
-		`ringbroker_request_errors_total{api="Produce",error="NOT_LEADER_FOR_PARTITION"} 1`, `ringbroker_request_total{api="DeleteTopics"} 1`} {
-		if !strings.Contains(out, want) {
-			t.Errorf("metrics lack %q", want)
-		}
-	}
-	// The nil receiver is a no-op, as in brokers built without New.
-	var nilm *brokerMetrics
-	nilm.requestDone(0, time.Now(), pr)
-	nilm.produced("x", 1, 1)
-	defer nilm.enterFetchPurgatory()()
+// tailHits and tailMisses are b's fetch tail reads and misses so far.
+func tailHits(b *Broker) uint64 {
+	h, _ := b.metrics.TailReads()
+	return h
 }
 
-func BenchmarkMetricsProduced(b *testing.B) {
-	m := newBrokerMetrics(&Broker{}, wire.NewTable())
-	b.ReportAllocs()
-	for i := 0; i < b.N; i++ {
-		m.produced("orders", 1000, 10)
-	}
+func tailMisses(b *Broker) uint64 {
+	_, m := b.metrics.TailReads()
+	return m
 }
 
-func TestMetricsHotPathAllocs(t *testing.T) {
-	m := newBrokerMetrics(&Broker{}, wire.NewTable())
-	m.produced("orders", 1, 1)
-	if n := testing.AllocsPerRun(100, func() { m.produced("orders", 1000, 10) }); n != 0 {
-		t.Errorf("produced allocates %v times", n)
-	}
+// bytesOutCounter reads a topic's ringbroker_topic_bytes_out_total.
+type bytesOutCounter struct {
+	m     *metrics.Metrics
+	topic string
 }
+
+func (c bytesOutCounter) Get() uint64 { return c.m.TopicBytesOut(c.topic) }

@@ -247,7 +247,7 @@ func (p *partition) afterAppend(info nvme.AppendInfo, err error, acks int16, don
 	res := produceResult{baseOffset: info.FirstOffset, logAppendTime: info.LogAppendTime, logStartOffset: p.log.LogStartOffset()}
 	if !info.Duplicate {
 		p.wakeWaiters()
-		p.b.metrics.produced(p.topic, info.Bytes, info.NumRecords)
+		p.b.metrics.Produced(p.topic, info.Bytes, info.NumRecords)
 	}
 	p.unflushed += int64(info.NumRecords)
 	needFlush := p.unflushed >= p.cfg.FlushMessages ||
@@ -266,7 +266,7 @@ func (p *partition) afterAppend(info nvme.AppendInfo, err error, acks int16, don
 		return
 	}
 	p.st.committer.Sync(f, func(err error) {
-		p.b.metrics.flushed(flushStart)
+		p.b.metrics.Flushed(flushStart)
 		if err != nil {
 			p.syncFailed(err)
 			if acks == -1 {

@@ -218,10 +218,10 @@ func TestFetchAnswersFromViews(t *testing.T) {
 	}
 
 	// A long poll parked through the views alone wakes on an append.
-	base := f.b.metrics.fetchPurgatory.Load()
+	base := f.b.metrics.FetchPurgatory()
 	before := reads()
 	answer := sendFetch(t, addr, viewFetch(10000, -1, hw))
-	wait.Until(5*time.Second, func() bool { return f.b.metrics.fetchPurgatory.Load() != base })
+	wait.Until(5*time.Second, func() bool { return f.b.metrics.FetchPurgatory() != base })
 	f.shardBarrier() // whatever the poll posted to a shard has run
 	if n := reads() - before; n != 0 {
 		t.Fatalf("the parked long poll read on %d shards, want 0", n)
@@ -324,7 +324,7 @@ func TestFetchReadsPublishedTail(t *testing.T) {
 		}
 		_, hw, _ := fetch(tailFetch(1, map[int32]int64{0: 0, 1: 0, 2: 0}))
 		tail := map[int32]int64{0: hw[0] - 1, 1: 0, 2: 1}
-		hits, misses := f.b.metrics.tailReads.Get(), f.b.metrics.tailMisses.Get()
+		hits, misses := tailHits(f.b), tailMisses(f.b)
 		got, _, n := fetch(tailFetch(0, tail))
 		want, _, wantN := fetch(tailFetch(1, tail))
 		if wantN == 0 {
@@ -335,7 +335,7 @@ func TestFetchReadsPublishedTail(t *testing.T) {
 				t.Fatalf("%s, tail reads %v: partition %d gave %d record bytes, the shard read %d", tc.mode, tc.on, p, len(got[p]), len(want[p]))
 			}
 		}
-		dHits, dMisses := f.b.metrics.tailReads.Get()-hits, f.b.metrics.tailMisses.Get()-misses
+		dHits, dMisses := tailHits(f.b)-hits, tailMisses(f.b)-misses
 		if on && (n != 0 || dHits != 3 || dMisses != 0) {
 			t.Fatalf("tail reads on: %d shard reads, %d tail reads, %d misses; want 0, 3, 0", n, dHits, dMisses)
 		}
@@ -343,13 +343,13 @@ func TestFetchReadsPublishedTail(t *testing.T) {
 			t.Fatalf("%s, tail reads %v: %d shard reads, %d tail reads, %d misses; want reads on the shards only", tc.mode, tc.on, n, dHits, dMisses)
 		}
 		// Partition 0 from its first batch: 200 batches back, past the tail.
-		misses = f.b.metrics.tailMisses.Get()
+		misses = tailMisses(f.b)
 		got, _, n = fetch(tailFetch(0, map[int32]int64{0: 0}))
 		want, _, _ = fetch(tailFetch(1, map[int32]int64{0: 0}))
 		if n == 0 || len(got[0]) == 0 || !bytes.Equal(got[0], want[0]) {
 			t.Fatalf("%s, tail reads %v, offset 0: %d shard reads, %d record bytes (shard read %d)", tc.mode, tc.on, n, len(got[0]), len(want[0]))
 		}
-		if on && f.b.metrics.tailMisses.Get() == misses {
+		if on && tailMisses(f.b) == misses {
 			t.Fatal("a fetch behind the tail did not count a miss")
 		}
 	}
@@ -374,11 +374,11 @@ func TestTailFetchAllocs(t *testing.T) {
 		for i := 0; i < 100; i++ {
 			f.c.roundTrip(frame, true)
 		}
-		before := f.b.metrics.tailReads.Get()
+		before := tailHits(f.b)
 		if n := testing.AllocsPerRun(300, func() { f.c.roundTrip(frame, true) }); n != 0 {
 			t.Errorf("%s: a fetch from the tail allocates %.0f times per request, want 0", f.b.cfg.LogIOMode, n)
 		}
-		if n := f.b.metrics.tailReads.Get() - before; n < 300 {
+		if n := tailHits(f.b) - before; n < 300 {
 			t.Fatalf("%s: %d tail reads in 300+ fetches: the fetches did not read the tail", f.b.cfg.LogIOMode, n)
 		}
 	}

@@ -54,7 +54,7 @@ func TestUringDirectRingWrites(t *testing.T) {
 				t.Fatalf("ring write stats %+v with io.uring.direct.write.batch=false", st)
 			}
 			var scrape bytes.Buffer
-			b.metrics.writeShardMetrics(&scrape)
+			b.metrics.WriteShardMetrics(&scrape)
 			for _, name := range []string{"ringbroker_log_ring_writes_total", "ringbroker_log_zero_fills_total", "ringbroker_log_zero_fill_bytes_total", "ringbroker_log_zero_fill_waits_total"} {
 				if n := strings.Count(scrape.String(), name+"{"); n != len(b.shards) {
 					t.Fatalf("%d %s series, want one per shard (%d)", n, name, len(b.shards))
@@ -283,7 +283,7 @@ func TestDirectBlockBuffersRecycled(t *testing.T) {
 				t.Fatalf("block buffers: %d allocated, %d reused, %d bad releases; want reuse and no bad release", st.BufAllocs, st.BufReuses, st.BufBadReleases)
 			}
 			var scrape bytes.Buffer
-			b.metrics.writeShardMetrics(&scrape)
+			b.metrics.WriteShardMetrics(&scrape)
 			if !strings.Contains(scrape.String(), "ringbroker_log_cache_buffer_reuses_total{shard=\"0\"}") {
 				t.Fatalf("scrape lacks the buffer reuse series:\n%s", scrape.String())
 			}
@@ -360,7 +360,7 @@ func TestUringLoopMetrics(t *testing.T) {
 	produceAll(ctx, t, b, "lm", n, func(i int) *kgo.Record { return &kgo.Record{Value: []byte(strconv.Itoa(i))} })
 	consumeAll(ctx, t, b, "lm", n, func(r *kgo.Record) int { i, _ := strconv.Atoi(string(r.Value)); return i })
 	var scrape bytes.Buffer
-	b.metrics.writeShardMetrics(&scrape)
+	b.metrics.WriteShardMetrics(&scrape)
 	val := func(name string, shard int) uint64 {
 		t.Helper()
 		prefix := fmt.Sprintf("%s{shard=\"%d\"} ", name, shard)
@@ -391,7 +391,7 @@ func TestUringLoopMetrics(t *testing.T) {
 	}
 	np := startTestBroker(t, map[string]string{"io.engine": "netpoll", "shards": "2", "metrics.listener": "none"})
 	scrape.Reset()
-	np.metrics.writeShardMetrics(&scrape)
+	np.metrics.WriteShardMetrics(&scrape)
 	if strings.Contains(scrape.String(), "ringbroker_shard_ring_") || strings.Contains(scrape.String(), "ringbroker_shard_loop_") {
 		t.Errorf("netpoll broker reports ring loop series:\n%s", scrape.String())
 	}

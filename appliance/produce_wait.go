@@ -114,7 +114,7 @@ func (ps *produceState) start(timeout time.Duration) {
 	ps.pending.Store(int32(ps.n))
 	ps.rs.refs.Add(int32(ps.n) + 1)
 	if ps.acks == -1 {
-		ps.b.metrics.producePurgatory.Add(1)
+		ps.b.metrics.AddProducePurgatory(1)
 	}
 	ps.timer.arm(timeout)
 }
@@ -191,7 +191,7 @@ func (w *produceWait) post() {
 // goroutine).
 func (w *produceWait) onSync(err error) {
 	p := w.part
-	p.b.metrics.flushed(w.flushStart)
+	p.b.metrics.Flushed(w.flushStart)
 	if err != nil {
 		p.syncFailed(err)
 		w.done(syncFailedResult(err))
@@ -245,7 +245,7 @@ func (ps *produceState) finish() {
 		}
 	}
 	if ps.acks == -1 {
-		ps.b.metrics.producePurgatory.Add(-1)
+		ps.b.metrics.AddProducePurgatory(-1)
 	}
 	s := &ps.rs.slot
 	if ps.acks != 0 {

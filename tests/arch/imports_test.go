@@ -48,6 +48,8 @@ var importRules = []importRule{
 	concept("security"),
 	concept("quota"),
 	concept("metadata"),
+	concept("cleaner"),
+	concept("metrics"),
 	{from: "appliance", may: applianceMay},
 	{from: "tools/...", may: append([]string{"tools/..."}, applianceMay...)},
 	{from: "bench"},
