@@ -49,7 +49,7 @@ func handleDescribeCluster(b *Broker, r *wire.Request) any {
 	resp.ClusterID = b.cfg.ClusterID
 	resp.ControllerID = b.cfg.NodeID
 	if req.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = b.clusterAuthorizedOps(r) // authorizer_checks.go
+		resp.ClusterAuthorizedOperations = b.clusterAuthorizedOps(r) // security.Authorizer.ClusterAuthorizedOps
 	}
 	br := kmsg.NewDescribeClusterResponseBroker()
 	br.NodeID = b.cfg.NodeID
