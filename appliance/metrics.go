@@ -33,7 +33,7 @@ package appliance
 //	ringbroker_connection_warnings_suppressed_total      closed-connection warnings over the log's limit of 50 per 10 s (connwarn.go)
 //	ringbroker_group_count{state}                 classic groups by state (GroupMetadataManager NumGroups*)
 //	ringbroker_group_offsets_count                committed offsets held (GroupMetadataManager NumOffsets)
-//	ringbroker_quota_throttle_time_seconds_total{type}  time Produce/Fetch responses were held by byte-rate quotas (ClientQuotaManager throttle-time, summed; quota_enforce.go)
+//	ringbroker_quota_throttle_time_seconds_total{type}  time Produce/Fetch responses were held by byte-rate quotas (ClientQuotaManager throttle-time, summed; quota.Manager)
 //	ringbroker_quota_throttled_requests_total{type}     requests throttled by byte-rate quotas
 //
 // Everything that lives on a shard (offsets, group state) is read at scrape
