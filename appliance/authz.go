@@ -2,24 +2,16 @@ package appliance
 
 // The connection's side of authorization: the principal and peer host a
 // *conn reports as a wire.Conn, and the Broker's checks over the ACL
-// authorizer (appliance/security), used by the handlers still in this
-// package (authorizer_checks.go lists them per API).
+// authorizer (security.Authorizer), used by the handlers still in this
+// package.
 
 import (
 	"strings"
 
 	"github.com/ringbroker/ringbroker/appliance/security"
 	"github.com/ringbroker/ringbroker/appliance/wire"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-)
-
-// ACL wire codes used by the checks (kmsg's enums, shortened).
-const (
-	aclResTopic   = kmsg.ACLResourceTypeTopic
-	aclResGroup   = kmsg.ACLResourceTypeGroup
-	aclResCluster = kmsg.ACLResourceTypeCluster
-	aclResTxnID   = kmsg.ACLResourceTypeTransactionalId
-	aclOpMaxCode  = kmsg.ACLOperationDescribeTokens
 )
 
 // Principal is the connection's authenticated principal: User:<name>
@@ -63,19 +55,79 @@ func (c *conn) Listener() string {
 // Closed is closed once the connection is.
 func (c *conn) Closed() <-chan struct{} { return c.closed }
 
-// authorize reports whether the request's principal may perform op on the
-// named resource. With the authorizer off it is one branch and true.
+// The Broker's authorization checks are one-line wrappers of
+// security.Authorizer's (b.authz; nil when the authorizer is off, which
+// they answer "allowed"), kept under the names the handlers in this
+// package call; the security package's checks list the operations Kafka
+// checks per API.
+
 func (b *Broker) authorize(r *wire.Request, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
-	return b.authz == nil || b.authz.Authorize(r, op, rt, name)
+	return b.authz.Permits(r, op, rt, name)
 }
 
-// authorizeCluster is authorize on the CLUSTER resource.
 func (b *Broker) authorizeCluster(r *wire.Request, op kmsg.ACLOperation) bool {
-	return b.authorize(r, op, aclResCluster, wire.ClusterResource)
+	return b.authz.PermitsCluster(r, op)
 }
 
-// authorizeAnyTopic reports whether the principal may perform op on some
-// topic (authorizeAnyOfType).
 func (b *Broker) authorizeAnyTopic(r *wire.Request, op kmsg.ACLOperation) bool {
-	return b.authz == nil || b.authz.AuthorizeAny(r, op, aclResTopic)
+	return b.authz.PermitsAnyTopic(r, op)
+}
+
+func (b *Broker) produceDenied(r *wire.Request, req *kmsg.ProduceRequest, topic string) int16 {
+	return b.authz.ProduceDenied(r, req.TransactionID, topic)
+}
+
+func (b *Broker) topicDenied(r *wire.Request, op kmsg.ACLOperation, topic string) bool {
+	return b.authz.TopicDenied(r, op, topic)
+}
+
+func (b *Broker) groupDenied(r *wire.Request, op kmsg.ACLOperation, group string) bool {
+	return b.authz.GroupDenied(r, op, group)
+}
+
+func (b *Broker) groupRefusal(r *wire.Request, op kmsg.ACLOperation, group string) *kerr.Error {
+	return b.authz.GroupRefusal(r, op, group)
+}
+
+func (b *Broker) topicAuthzErr(r *wire.Request, op kmsg.ACLOperation, topic string) error {
+	return b.authz.TopicAuthzErr(r, op, topic)
+}
+
+func (b *Broker) createTopicAuthzErr(r *wire.Request, topic string) error {
+	return b.authz.CreateTopicAuthzErr(r, topic)
+}
+
+func (b *Broker) configResourceAuthzErr(r *wire.Request, op kmsg.ACLOperation, rt kmsg.ConfigResourceType, name string) error {
+	return b.authz.ConfigResourceAuthzErr(r, op, rt, name)
+}
+
+func (b *Broker) findCoordinatorDenied(r *wire.Request, typ int8, key string) *kerr.Error {
+	return b.authz.FindCoordinatorDenied(r, typ, key)
+}
+
+// deleteTopicAuthzErr checks DELETE on a topic named by name or id (an
+// unknown id is left to the deletion to answer).
+func (b *Broker) deleteTopicAuthzErr(r *wire.Request, name *string, id TopicID) error {
+	if b.authz == nil {
+		return nil
+	}
+	if name != nil {
+		return b.authz.TopicAuthzErr(r, kmsg.ACLOperationDelete, *name)
+	}
+	if t := b.currentImage().TopicsByID[id]; t != nil {
+		return b.authz.TopicAuthzErr(r, kmsg.ACLOperationDelete, t.Name)
+	}
+	return nil
+}
+
+// metadataTopicDenied is Authorizer.MetadataTopicDenied for a Metadata
+// request's named topic (exists: in the image), which the request would
+// auto-create when auto.create.topics.enable is on, the request asks for
+// it (v4+) and the name is valid.
+func (b *Broker) metadataTopicDenied(r *wire.Request, req *kmsg.MetadataRequest, name string, exists bool) bool {
+	if b.authz == nil {
+		return false
+	}
+	create := !exists && b.cfg.AutoCreateTopics && (r.Version < 4 || req.AllowAutoTopicCreation) && validTopicName(name) == nil
+	return b.authz.MetadataTopicDenied(r, name, create)
 }

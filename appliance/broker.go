@@ -39,7 +39,7 @@ type Broker struct {
 	store  storageState // the data directory: device, lock, checkpoints, cleaner
 
 	metrics *metrics.Metrics     // never nil after New
-	quotas  *quota.Manager       // byte-rate quota rates (quota_enforce.go); never nil after New
+	quotas  *quota.Manager       // the quota table and byte rates (quotaListener sets the table); never nil after New
 	authz   *security.Authorizer // the ACL authorizer; nil when authorizer.class.name is empty
 	life    lifecycle
 }
@@ -69,14 +69,12 @@ type controlPlane struct {
 	// lm opens, reconfigures and drops partitions from metadata deltas,
 	// and knows where each is placed (log_manager.go).
 	lm *logManager
-	// pub hands metadata deltas to the listeners: lm, then the group
-	// coordinator (publish.go).
+	// pub hands metadata deltas to the listeners (Broker.publish): lm,
+	// the group coordinator, securityListener, quotaListener.
 	pub metadata.Publisher
-	// acls and quotaTab are the authorizer's ACL set and the quota table,
-	// built from the image's values when they change (security_glue.go,
-	// quota_enforce.go).
-	acls     aclCache
-	quotaTab quotaCache
+	// sec is the authorizer's ACL set and the SCRAM credentials, rebuilt
+	// by securityListener when a published delta changes them.
+	sec security.State
 }
 
 // coordinators are the group and transaction coordinators, set in Start
@@ -149,7 +147,9 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 	b.ctl.lm = newLogManager(b)
 	b.ctl.pub.Register(b.ctl.lm)
 	b.ctl.pub.Register(groupsListener{b})
-	b.authz = newAuthorizer(cfg, func() *ACLSet { return b.ctl.acls.of(b.currentImage().ACLs) })
+	b.ctl.pub.Register(securityListener{&b.ctl.sec})
+	b.ctl.pub.Register(quotaListener{b})
+	b.authz = newAuthorizer(cfg, b.ctl.sec.ACLs)
 	b.front.apis = newAPITable(b)
 	b.metrics = newBrokerMetrics(b, b.front.apis)
 	q, err := quota.NewManager(cfg.Quota, b.metrics.Set())

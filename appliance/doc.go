@@ -14,15 +14,19 @@
 // It may import cluster, tiering, nvme, ioring, numa and its concept
 // packages (appliance/wire and the packages that register into it);
 // nothing imports it except tools/. Concept packages so far: quota (client
-// quotas and their handlers; quota_enforce.go holds the produce and fetch
-// side and the quota.Broker adapter) and security (ACLs, the authorizer,
-// SCRAM credentials, SASL authentication and the ACL/SCRAM admin handlers;
-// security_glue.go holds the image's aliases and the security.Broker
-// adapter, authz.go the connection's principal and the handlers' checks,
-// conn.go the connection's side of security.SASLConn) and share (share
-// groups: share.Manager on the coordinator, share.Store's share-partitions
-// and sessions, their handlers; shareHost and sharePart are its share.Host
-// and share.Partition adapters).
+// quotas and their handlers, the quota table and byte-rate enforcement;
+// appliance keeps quotaListener, the quota.Broker adapter quotaBroker and
+// the produce and fetch calls, produceQuota and fetchQuota) and security
+// (ACLs, the authorizer and its per-API checks, SCRAM credentials, SASL
+// authentication and the ACL/SCRAM admin handlers; appliance keeps the
+// image's aliases, securityListener, the security.Broker adapter
+// securityBroker, one-line Broker wrappers of the checks such as
+// Broker.topicDenied, and the *conn methods of wire.Conn and
+// security.SASLConn). Both tables are rebuilt by metadata listeners from
+// published deltas (Broker.publish), never on read. Share groups live
+// in share: share.Manager on the coordinator, share.Store's
+// share-partitions and sessions, their handlers; shareHost and sharePart
+// are its share.Host and share.Partition adapters.
 //
 // Requests: a connection decodes a frame, looks its API up in the broker's
 // wire.Table (built once in New; no package-level table, so several brokers

@@ -69,7 +69,7 @@ func handleFetch(b *Broker, r *wire.Request) any {
 			switch {
 			case topic == nil && r.Version >= 13:
 				op.errCode = kerr.UnknownTopicID.Code
-			case b.topicDenied(r, kmsg.ACLOperationRead, ot.name): // authorizer_checks.go
+			case b.topicDenied(r, kmsg.ACLOperationRead, ot.name): // security.Authorizer.TopicDenied
 				op.errCode = kerr.TopicAuthorizationFailed.Code
 			case topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions):
 				op.errCode = kerr.UnknownTopicOrPartition.Code

@@ -681,15 +681,15 @@ func (lp *fetchLongPoll) close() {
 // answer completes the fetch with out (nil: the connection closed);
 // offLoop tells whether it may block (client quotas hold throttled answers).
 func (fs *fetchState) answer(out *rawResponse, offLoop bool) {
-	b, r, im := fs.b, fs.r, fs.im
-	throttled := b.quotaKinds(im)&quota.KindFetch != 0 && out != nil // a consumer_byte_rate is set somewhere
+	b, r := fs.b, fs.r
+	throttled := b.quotas.Kinds()&quota.KindFetch != 0 && out != nil // a consumer_byte_rate is set somewhere
 	if throttled && !offLoop {
 		go fs.answer(out, true)
 		return
 	}
 	countFetched(b.metrics, fs.outs)
 	if throttled {
-		b.fetchQuota(im, r, fs.outs, out) // consumer_byte_rate (quota_enforce.go)
+		b.fetchQuota(r, fs.outs, out) // consumer_byte_rate (quota.Manager.RecordFetch)
 	}
 	b.metrics.AddFetchPurgatory(-1)
 	s := &fs.rs.slot

@@ -34,7 +34,7 @@ type (
 func newTopicID() TopicID { return metadata.NewTopicID() }
 
 // emptyImage is the empty image, validating the concepts' records with
-// their packages' rules (security_glue.go).
+// their packages' rules (imageChecks).
 func emptyImage() *Image { return metadata.NewImage(imageChecks{}) }
 
 // commitErr gives a failed commit its Kafka error code:

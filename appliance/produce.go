@@ -63,7 +63,7 @@ func handleProduce(b *Broker, r *wire.Request) any {
 	for ti, t := range req.Topics {
 		rt := ps.addTopic(t.Topic)
 		topic := im.Topics[t.Topic]
-		denied := b.produceDenied(r, req, t.Topic) // authorizer_checks.go
+		denied := b.produceDenied(r, req, t.Topic) // security.Authorizer.ProduceDenied
 		for pi, p := range t.Partitions {
 			rp := addProducePartition(rt, p.Partition)
 			switch {
@@ -98,10 +98,7 @@ func handleProduce(b *Broker, r *wire.Request) any {
 			}
 		}
 	}
-	var throttle time.Duration // producer_byte_rate (quota_enforce.go)
-	if im.ClientQuotas != nil {
-		throttle = b.produceQuota(im, r, req)
-	}
+	throttle := b.produceQuota(r, req) // producer_byte_rate (quota.Manager.RecordProduce)
 	if ps.n == 0 && throttle == 0 {
 		if req.Acks == 0 {
 			if reason := acks0Failure(&ps.resp); reason != "" {

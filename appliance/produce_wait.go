@@ -254,7 +254,7 @@ func (ps *produceState) finish() {
 		s.resp = wire.Close{Reason: reason} // produce.go
 	}
 	if ps.throttle > 0 {
-		// producer_byte_rate: hold the answer (quota_enforce.go) off the
+		// producer_byte_rate: hold the answer (Broker.holdThrottled) off the
 		// shard; only throttled requests pay for the goroutine.
 		ps.resp.ThrottleMillis = quota.ThrottleMillis(ps.throttle)
 		ps.rs.refs.Add(1)

@@ -18,10 +18,11 @@ func (b *Broker) reserveProducerIDs(size int64) (int64, error) {
 	defer b.ctl.mu.Unlock()
 	im := b.currentImage()
 	start := im.NextProducerID
-	next, err := b.ctl.meta.Commit(im, []MetadataRecord{{ProducerIDs: &ProducerIDsRecord{BrokerID: b.cfg.NodeID, NextProducerID: start + size}}})
-	if err != nil {
+	// Published like every commit (commitLocked): the delta flags the
+	// producer ids, and the block is [start, start+size) whatever
+	// listeners do with it.
+	if _, err := b.commitLocked(im, []MetadataRecord{{ProducerIDs: &ProducerIDsRecord{BrokerID: b.cfg.NodeID, NextProducerID: start + size}}}); err != nil {
 		return -1, commitErr(fmt.Errorf("cannot reserve producer ids: %w", err))
 	}
-	b.ctl.image.Store(next)
 	return start, nil
 }

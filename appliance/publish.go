@@ -1,20 +1,22 @@
 package appliance
 
 // The metadata publisher. A change reaches this node as committed records:
-// proposed by this node's controller (metadata.Controller), replayed from the
-// metadata log at start (appliance/metadata/log.go), or, once the quorum exists,
+// proposed by this node's controller (metadata.Controller), replayed from
+// the metadata log at start (metadata.OpenLog), or, once the quorum exists,
 // replicated from its leader. Whatever the source, the records are applied
 // to the image in force (Image.Apply, values only), and the new image is
 // published here: the delta between the two goes to the listeners, which
 // is the only way the node learns of partitions to open, configs to apply
 // or topics to drop. The proposing code never opens a partition itself.
 //
-// Listeners, registered on b.ctl.pub in New (broker.go), in order: the log
-// manager (log_manager.go, a metadata.Preparer) places new
-// partitions before the image is stored, so that every reader of the image
-// finds them, and after it drops removed topics, applies changed configs
-// and opens new partitions; then the group coordinator drops the offsets of
-// removed topics. publish runs under the controller mutex (or before
+// Listeners, registered on b.ctl.pub in New, in order: the log manager
+// (logManager, a metadata.Preparer) places new partitions before the
+// image is stored, so that every reader of the image finds them, and
+// after it drops removed topics, applies changed configs and opens new
+// partitions; then the group coordinator drops the offsets of removed
+// topics; then securityListener rebuilds the authorizer's ACL set and the
+// SCRAM credentials, and quotaListener the quota table, when the delta
+// changes them. publish runs under the controller mutex (or before
 // serving, at start), so deltas are handed on one at a time, in log order.
 
 import "github.com/ringbroker/ringbroker/appliance/metadata"
@@ -36,6 +38,23 @@ func (g groupsListener) Publish(_, _ *Image, d *metadata.Delta) error {
 // log manager's: partitions that did not open (they are offline).
 func (b *Broker) publish(prev, next *Image) error {
 	return b.ctl.pub.Publish(prev, next, b.ctl.image.Store)
+}
+
+// commitLocked appends recs, proposed against im (the image in force;
+// b.ctl.mu is held), to the metadata log as one batch and publishes the
+// image they make: the path of the controller changes that open no
+// partitions (ACLs, SCRAM credentials, client quotas, producer ids). The
+// error is the commit's, unwrapped (callers wrap it with commitErr): once
+// committed, the records are in force, and a listener's error is logged.
+func (b *Broker) commitLocked(im *Image, recs []MetadataRecord) (*Image, error) {
+	next, err := b.ctl.meta.Commit(im, recs)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.publish(im, next); err != nil {
+		b.log.Error("a metadata listener failed", "offset", next.Offset, "err", err)
+	}
+	return next, nil
 }
 
 // applyCommitted is the path of records committed elsewhere (replicated by

@@ -2,12 +2,11 @@ package appliance
 
 // The broker's side of appliance/security: the type names the image and
 // its records use, the concepts' checks the image applies records with,
-// the authorizer's ACL set built from the image's bindings, and
-// securityBroker, the security handlers' view of the broker.
+// securityListener, which rebuilds the broker's security.State from
+// published deltas, and securityBroker, the security handlers' view of
+// the broker.
 
 import (
-	"sync/atomic"
-
 	"github.com/ringbroker/ringbroker/appliance/metadata"
 	"github.com/ringbroker/ringbroker/appliance/quota"
 	"github.com/ringbroker/ringbroker/appliance/security"
@@ -43,38 +42,14 @@ func (imageChecks) ClientQuotaEntity(parts []metadata.ClientQuotaEntityPart) err
 
 func (imageChecks) ScramMechanism(m int8) string { return security.ScramMechanismName(m) }
 
-// buildACLSet indexes an image's ACL bindings for the authorizer (nil:
-// none).
-func buildACLSet(a *metadata.ACLBindings) *ACLSet {
-	if a == nil {
-		return nil
-	}
-	ab := security.NewACLBuilder(nil)
+// aclRecords converts the image's ACL bindings to security's records.
+func aclRecords(a *metadata.ACLBindings) []security.AccessControlEntryRecord {
 	ids, bs := a.All()
+	out := make([]security.AccessControlEntryRecord, len(ids))
 	for i, id := range ids {
-		// The image validated every binding when it applied it.
-		_ = ab.Add(&security.AccessControlEntryRecord{ID: security.ACLID(id), ACLBinding: security.ACLBinding(bs[i])})
+		out[i] = security.AccessControlEntryRecord{ID: security.ACLID(id), ACLBinding: security.ACLBinding(bs[i])}
 	}
-	return ab.Build()
-}
-
-// aclCache is the ACL set of the latest image's bindings, rebuilt only
-// when the bindings change (images share them otherwise).
-type aclCache struct{ last atomic.Pointer[aclCached] }
-
-type aclCached struct {
-	src *metadata.ACLBindings
-	set *ACLSet
-}
-
-// of returns a's ACL set.
-func (c *aclCache) of(a *metadata.ACLBindings) *ACLSet {
-	if e := c.last.Load(); e != nil && e.src == a {
-		return e.set
-	}
-	set := buildACLSet(a)
-	c.last.Store(&aclCached{src: a, set: set})
-	return set
+	return out
 }
 
 // scramCredentials converts the image's SCRAM credentials to security's.
@@ -90,11 +65,19 @@ func scramCredentials(c metadata.ScramCredentials) security.Credentials {
 	return out
 }
 
-// scramCredential returns user's credential for mechanism in im and
-// whether it exists (shared with the image: do not modify it).
-func scramCredential(im *Image, user string, mechanism int8) (ScramCredential, bool) {
-	c, ok := im.Scram[user][mechanism]
-	return ScramCredential(c), ok
+// securityListener rebuilds the broker's security.State (the authorizer's
+// ACL set, the SCRAM credentials) from a published delta that changes
+// the bindings or the credentials.
+type securityListener struct{ s *security.State }
+
+func (l securityListener) Publish(_, next *Image, d *metadata.Delta) error {
+	if d.Scram {
+		l.s.SetScram(scramCredentials(next.Scram))
+	}
+	if d.ACLs {
+		return l.s.SetACLs(aclRecords(next.ACLs))
+	}
+	return nil
 }
 
 // newAuthorizer returns the authorizer cfg turns on (nil when off), reading
@@ -110,19 +93,14 @@ func parseSuperUsers(s string) ([]string, error) { return security.ParseSuperUse
 // securityBroker is the broker as the security handlers' security.Broker.
 type securityBroker struct{ b *Broker }
 
-func (s securityBroker) View() security.View { return s.b.securityView(s.b.currentImage()) }
-
-// securityView is the security handlers' view of im.
-func (b *Broker) securityView(im *Image) security.View {
-	return security.View{ACLs: b.ctl.acls.of(im.ACLs), Scram: scramCredentials(im.Scram)}
-}
+func (s securityBroker) View() security.View { return s.b.ctl.sec.View() }
 
 func (s securityBroker) Change(propose func(cur security.View) []security.Record) error {
 	b := s.b
 	b.ctl.mu.Lock()
 	defer b.ctl.mu.Unlock()
 	im := b.currentImage()
-	recs := propose(b.securityView(im))
+	recs := propose(b.ctl.sec.View()) // im's: publish sets it under b.ctl.mu
 	if len(recs) == 0 {
 		return nil
 	}
@@ -141,10 +119,8 @@ func (s securityBroker) Change(propose func(cur security.View) []security.Record
 			mrecs[i].RemoveUserScramCredential = &c
 		}
 	}
-	next, err := b.ctl.meta.Commit(im, mrecs)
-	if err != nil {
+	if _, err := b.commitLocked(im, mrecs); err != nil {
 		return commitErr(err)
 	}
-	b.ctl.image.Store(next)
 	return nil
 }

@@ -10,12 +10,15 @@ package metadata
 
 import (
 	"maps"
+	"reflect"
 	"sort"
 )
 
 // Delta is what changed from one image to the next, as the listeners need
-// it. It is in topic-name order, so listeners act in the same order on
-// every node.
+// it. Its topic lists are in topic-name order, so listeners act in the
+// same order on every node; the flags after them say which of the other
+// concepts' values changed, and listeners read the new values from the
+// next image.
 type Delta struct {
 	// Added are partitions new in the next image: every partition of a
 	// created topic (from 0), the new ones of a grown topic.
@@ -26,6 +29,16 @@ type Delta struct {
 	Removed []*TopicImage
 	// Reconfigured are topics of both images whose config overrides differ.
 	Reconfigured []*TopicImage
+
+	// ACLs: the ACL bindings differ (the authorizer's ACL set is rebuilt).
+	ACLs bool
+	// Scram: the SCRAM credentials differ.
+	Scram bool
+	// ClientQuotas: the client quota values differ (the quota table is
+	// rebuilt).
+	ClientQuotas bool
+	// ProducerIDs: a ProducerIDsRecord moved NextProducerID.
+	ProducerIDs bool
 }
 
 // AddedPartitions are partitions [From, len(Topic.Partitions)) of Topic.
@@ -36,7 +49,30 @@ type AddedPartitions struct {
 
 // Empty reports whether d changes nothing the listeners act on.
 func (d *Delta) Empty() bool {
-	return len(d.Added) == 0 && len(d.Removed) == 0 && len(d.Reconfigured) == 0
+	return len(d.Added) == 0 && len(d.Removed) == 0 && len(d.Reconfigured) == 0 &&
+		!d.ACLs && !d.Scram && !d.ClientQuotas && !d.ProducerIDs
+}
+
+// DiffImages is Diff of the two images' topics with the flags of the
+// other concepts' values set. Apply shares the values no record changed
+// with the previous image, so they are compared by identity: a record
+// that rewrites a value unchanged still flags it, which costs a listener
+// one rebuild.
+func DiffImages(prev, next *Image) *Delta {
+	d := Diff(prev.TopicsByID, next.TopicsByID)
+	d.ACLs = prev.ACLs != next.ACLs
+	d.ClientQuotas = prev.ClientQuotas != next.ClientQuotas
+	d.Scram = !sameScram(prev.Scram, next.Scram)
+	d.ProducerIDs = prev.NextProducerID != next.NextProducerID
+	return d
+}
+
+// sameScram reports whether a and b are the same map (or both empty).
+func sameScram(a, b ScramCredentials) bool {
+	if len(a) == 0 && len(b) == 0 {
+		return true
+	}
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 // Diff computes the delta between two images' topics by id (prev and next
@@ -72,7 +108,8 @@ func Diff(prev, next map[TopicID]*TopicImage) *Delta {
 }
 
 // Listener acts on published deltas: the log manager opens and drops
-// partitions, the coordinators load and unload.
+// partitions, the coordinators load and unload, the authorizer and the
+// quota manager rebuild their tables.
 type Listener interface {
 	// Publish is called after next, the image holding d, is in force
 	// (prev is the image before it), for non-empty deltas only. Its error
@@ -102,7 +139,7 @@ func (p *Publisher) Register(l Listener) { p.listeners = append(p.listeners, l) 
 // gives a non-empty delta to every Listener. The error is the first
 // listener's error.
 func (p *Publisher) Publish(prev, next *Image, store func(*Image)) error {
-	d := Diff(prev.TopicsByID, next.TopicsByID)
+	d := DiffImages(prev, next)
 	for _, l := range p.listeners {
 		if pr, ok := l.(Preparer); ok {
 			pr.Prepare(prev, next, d)

@@ -83,3 +83,53 @@ func TestPublisherOrder(t *testing.T) {
 		t.Fatalf("calls for an empty delta %q", s)
 	}
 }
+
+// TestDiffImagesConcepts: each record kind of another concept flags its
+// part of the delta, and only that part.
+func TestDiffImagesConcepts(t *testing.T) {
+	name := "u"
+	cases := []struct {
+		rec  Record
+		want string
+	}{
+		{Record{ACL: &AccessControlEntryRecord{ID: ACLID{1}, ACLBinding: ACLBinding{ResourceType: 2, ResourceName: "t", PatternType: 3, Principal: "User:a", Host: "*", Operation: 3, Permission: 3}}}, "acls"},
+		{Record{UserScramCredential: &UserScramCredentialRecord{Name: "a", Mechanism: 1, Salt: []byte("s"), Iterations: 4096}}, "scram"},
+		{Record{ClientQuota: &ClientQuotaRecord{Entity: []ClientQuotaEntityPart{{Type: "user", Name: &name}}, Key: "producer_byte_rate", Value: 10}}, "quotas"},
+		{Record{ProducerIDs: &ProducerIDsRecord{BrokerID: 1, NextProducerID: 1000}}, "pids"},
+	}
+	flags := func(d *Delta) string {
+		var s []string
+		for _, f := range []struct {
+			on   bool
+			name string
+		}{{d.ACLs, "acls"}, {d.Scram, "scram"}, {d.ClientQuotas, "quotas"}, {d.ProducerIDs, "pids"}} {
+			if f.on {
+				s = append(s, f.name)
+			}
+		}
+		return strings.Join(s, ",")
+	}
+	im := NewImage(nil)
+	for i, c := range cases {
+		next, err := im.Apply(int64(i), []Record{c.rec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := DiffImages(im, next)
+		if got := flags(d); got != c.want || d.Empty() {
+			t.Fatalf("record %d: delta flags %q (empty %v), want %q", i, got, d.Empty(), c.want)
+		}
+		if d := DiffImages(next, next); !d.Empty() {
+			t.Fatalf("record %d: an image against itself flags %q", i, flags(d))
+		}
+		im = next
+	}
+	// A topic record flags none of them.
+	next, err := im.Apply(9, []Record{{Topic: &TopicRecord{Name: "x", ID: NewTopicID()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := flags(DiffImages(im, next)); got != "" {
+		t.Fatalf("a topic record flags %q", got)
+	}
+}

@@ -13,6 +13,7 @@ package quota
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -39,6 +40,9 @@ const idleExpiry = time.Hour
 // concurrent use: every connection's requests record into it.
 type Manager struct {
 	cfg Config
+
+	// cur is the quota table of the metadata image in force (SetValues).
+	cur atomic.Pointer[table]
 
 	mu        sync.Mutex
 	rates     [numTypes]map[Tags]*sampledRate

@@ -2,8 +2,12 @@
 // bindings and their metadata records (AccessControlEntryRecord,
 // RemoveAccessControlEntryRecord) with the immutable, indexed ACLSet an
 // image holds; the built-in Authorizer (Kafka's StandardAuthorizer rules,
-// installed by the broker as the wire.Authorizer of every request); the
-// SCRAM credentials (KIP-554) with their records and the Credentials an
+// installed by the broker as the wire.Authorizer of every request) with
+// the request handlers' checks (Authorizer.ProduceDenied, TopicDenied,
+// GroupRefusal, ConfigResourceAuthzErr..., nil-safe: a nil Authorizer is
+// the authorizer turned off); State, the ACL set and SCRAM credentials of
+// the metadata image in force, which the broker's metadata listener
+// rebuilds from published deltas; the SCRAM credentials (KIP-554) with their records and the Credentials an
 // image holds; SASL authentication (PLAIN, SCRAM-SHA-256/512) with its
 // handlers SaslHandshake and SaslAuthenticate; and the admin handlers
 // CreateAcls, DeleteAcls, DescribeAcls, AlterUserScramCredentials and
@@ -18,7 +22,8 @@
 // which the broker's connections implement (r.Conn).
 //
 // Goroutines: ACLSet, Credentials and the Authorizer are immutable and safe
-// to share; Authorize does not allocate. A connection's Exchange (and its
+// to share; Authorize does not allocate. State is read without locks and
+// set by one goroutine at a time (the broker's publisher). A connection's Exchange (and its
 // ScramServer) is used by that connection's dispatching goroutine only. The handlers
 // run on the dispatching goroutine or loop; the ones that commit wait in
 // their Deferred part, on a goroutine of their own.
