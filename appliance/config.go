@@ -78,7 +78,7 @@ type Config struct {
 	SuperUsers []string
 
 	// Listeners are listeners with advertised.listeners,
-	// listener.security.protocol.map and the SASL settings (listeners.go),
+	// listener.security.protocol.map and the SASL settings (config.ParseListeners),
 	// in listeners order. Empty in a Config built by hand: Validate makes
 	// one PLAINTEXT listener of ListenAddr and the advertised host and port.
 	Listeners []Listener
@@ -279,7 +279,7 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 	}
 	c.LogDir = strings.TrimSpace(strings.Split(dirs, ",")[0])
 
-	if c.Listeners, err = parseListeners(props, get); err != nil { // listeners.go
+	if c.Listeners, err = config.ParseListeners(props, get); err != nil {
 		return Config{}, err
 	}
 	first := c.Listeners[0]

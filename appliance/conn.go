@@ -180,13 +180,13 @@ func newConn(b *Broker, shard int, lis *Listener, nc net.Conn) *conn {
 // connections start unauthenticated.
 func (c *conn) setListener(lis *Listener) {
 	c.lis = lis
-	c.authPending = lis != nil && lis.sasl()
+	c.authPending = lis != nil && lis.SASL()
 }
 
 // SASLListener is the connection's listener as the SASL handlers see it
 // (security.SASLConn); ok is false without a SASL listener.
 func (c *conn) SASLListener() (security.SASLListener, bool) {
-	if c.lis == nil || !c.lis.sasl() {
+	if c.lis == nil || !c.lis.SASL() {
 		return security.SASLListener{}, false
 	}
 	return security.SASLListener{Name: c.lis.Name, Mechanisms: c.lis.Mechanisms, PlainUsers: c.lis.PlainUsers}, true

@@ -7,7 +7,7 @@
 // offsetsPartition give it partitions, shards and the image), the share
 // groups' wiring (KIP-932: appliance/share holds them; shareHost gives
 // them shards, partitions and the image), the transaction
-// coordinator, and the listeners (listeners.go); SASL and ACLs are
+// coordinator, and the listeners (config.ParseListeners); SASL and ACLs are
 // appliance/security's. It satisfies the small interfaces that cluster,
 // tiering and its concept packages declare.
 //

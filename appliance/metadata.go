@@ -66,7 +66,7 @@ func buildMetadata(b *Broker, r *wire.Request, req *kmsg.MetadataRequest, create
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	br := kmsg.NewMetadataResponseBroker()
 	br.NodeID = b.cfg.NodeID
-	br.Host, br.Port = b.advertisedFor(r) // listeners.go
+	br.Host, br.Port = b.advertisedFor(r)
 	resp.Brokers = []kmsg.MetadataResponseBroker{br}
 	cid := b.cfg.ClusterID
 	resp.ClusterID = &cid

@@ -3,6 +3,7 @@ package appliance
 import (
 	"testing"
 
+	"github.com/ringbroker/ringbroker/appliance/config"
 	"github.com/ringbroker/ringbroker/appliance/security"
 	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -102,5 +103,5 @@ func TestSaslHandlersState(t *testing.T) {
 func FuzzParsePlainJAAS(f *testing.F) {
 	f.Add(`org.apache.kafka.common.security.plain.PlainLoginModule required user_a="b\"c";`)
 	f.Add(`x optional k=v; y required;`)
-	f.Fuzz(func(t *testing.T, s string) { _, _ = parsePlainJAAS(s) })
+	f.Fuzz(func(t *testing.T, s string) { _, _ = config.ParsePlainJAAS(s) })
 }

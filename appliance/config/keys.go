@@ -179,7 +179,7 @@ type Family struct {
 }
 
 // families are the prefixed keys ringbroker reads (appliance's
-// parseListeners): a listener's own SASL settings, which override the
+// ParseListeners): a listener's own SASL settings, which override the
 // broker-wide ones.
 var families = []Family{
 	{Prefix: "listener.name.", Variable: "<listener>", Tails: []Key{
