@@ -120,7 +120,7 @@ func adminRun(t *testing.T, b *Broker, req kmsg.Request, version int16) kmsg.Res
 	}
 	r := &wire.Request{Key: key, Version: version, Req: body}
 	if b != nil && b.authz != nil {
-		r.Authz = b.authz // as conn.go dispatches: handlers in concept packages ask r.Allowed
+		r.Authz = b.authz // as conn.dispatch does: handlers in concept packages ask r.Allowed
 	}
 	out := d.Handle(r)
 	if df, ok := out.(wire.Deferred); ok {

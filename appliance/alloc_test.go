@@ -121,7 +121,7 @@ func newAllocFixtureWith(tb testing.TB, extra map[string]string) *allocFixture {
 	ct := kmsg.NewPtrCreateTopicsRequest()
 	t := kmsg.NewCreateTopicsRequestTopic()
 	// Three partitions, so they sit on both shards (placement balances by
-	// count) and a fetch of all three is regrouped by shard (fetch_wait.go).
+	// count) and a fetch of all three is regrouped by shard (fetchState.groupByShard).
 	t.Topic, t.NumPartitions, t.ReplicationFactor = "a", 3, 1
 	ct.Topics = append(ct.Topics, t)
 	ct.TimeoutMillis = 10000

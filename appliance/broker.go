@@ -47,15 +47,15 @@ type Broker struct {
 // frontEnd is the connection side of a broker.
 type frontEnd struct {
 	engine ioring.Engine
-	// apis is the dispatch table (api.go and the concept packages'
+	// apis is the dispatch table (newAPITable and the concept packages'
 	// Register functions); built in New, read-only afterwards.
 	apis *wire.Table
-	// warn limits the warnings of closed connections (connwarn.go).
+	// warn limits the warnings of closed connections (connWarnLimit, Broker.warnConn).
 	warn connWarnLimit
 
 	mu    sync.Mutex // guards conns and perIP (after ctl.mu in the lock order)
 	conns map[*conn]struct{}
-	perIP map[string]int32 // open connections by peer address (connlimit.go)
+	perIP map[string]int32 // open connections by peer address (Broker.admitLocked)
 	wg    sync.WaitGroup
 }
 
@@ -67,7 +67,7 @@ type controlPlane struct {
 	// image is the image in force; readers load it without locking.
 	image atomic.Pointer[Image]
 	// lm opens, reconfigures and drops partitions from metadata deltas,
-	// and knows where each is placed (log_manager.go).
+	// and knows where each is placed (logManager.placed).
 	lm *logManager
 	// pub hands metadata deltas to the listeners (Broker.publish): lm,
 	// the group coordinator, securityListener, quotaListener.
@@ -82,12 +82,12 @@ type controlPlane struct {
 type coordinators struct {
 	groups *groupCoordinator
 	txn    *txn.Coordinator
-	pids   txn.ProducerIDs // producer id blocks (producer_ids.go)
+	pids   txn.ProducerIDs // producer id blocks (Broker.newProducerID)
 }
 
 // storageState is what the broker holds of its data directory.
 type storageState struct {
-	device nvme.DeviceInfo // log.dirs' device, probed in Start (storage.go)
+	device nvme.DeviceInfo // log.dirs' device, probed in Start (Broker.probeStorage)
 	// tailReads: fetches read other shards' partitions from their
 	// published tails (log.io.tail.reads).
 	tailReads bool
@@ -116,16 +116,16 @@ type shardState struct {
 	// batchWrites: a produce's appends on this shard run as one message and
 	// their segment writes go through the shard's ring, answered when they
 	// complete (uring engine, direct mode, io.uring.direct.write.batch;
-	// produce_wait.go, nvme/direct_ring.go).
+	// produceWait.postBatch, nvme.BlockCache.SetWriteRing).
 	batchWrites bool
 	retention   *time.Ticker
 
 	// asyncReads: fetches read the blocks they miss in cache through the
 	// shard's ring first (uring engine, direct mode,
-	// io.uring.direct.read.async; fetch_wait.go prefetch).
+	// io.uring.direct.read.async; fetchState.prefetch).
 	asyncReads bool
 
-	fetchReads      atomic.Uint64 // fetch passes that read partitions on this shard (fetch_wait.go step)
+	fetchReads      atomic.Uint64 // fetch passes that read partitions on this shard (fetchState.step)
 	fetchPrefetches atomic.Uint64 // of those, passes that read missing blocks through the ring first
 }
 
@@ -199,7 +199,7 @@ func (b *Broker) Start() (err error) {
 	}
 	b.ctl.meta = meta
 
-	plan, err := b.planEngine() // engine.go
+	plan, err := b.planEngine()
 	if err != nil {
 		b.abortStart()
 		return err

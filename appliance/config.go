@@ -34,32 +34,32 @@ type Config struct {
 	DeleteTopicEnable        bool
 	MessageMaxBytes          int32
 	SocketRequestMaxBytes    int32
-	FetchMaxBytes            int32 // fetch.max.bytes: the most record bytes one Fetch answer carries (fetch_wait.go)
+	FetchMaxBytes            int32 // fetch.max.bytes: the most record bytes one Fetch answer carries (fetchState.trimToMaxBytes)
 	RetentionCheckIntervalMs int64
 	Shards                   int
 	IOEngine                 string // netpoll | uring | auto
-	UringSpareProcs          bool   // io.uring.spare.procs: GOMAXPROCS + shards with the uring engine (engine.go)
-	UringPinShards           bool   // io.uring.pin.shards: pin each ring shard's thread to its CPU (engine.go)
-	UringDirectWriteBatch    bool   // io.uring.direct.write.batch: segment writes go through the shard's ring, appends answered when they complete (log.io.mode=direct; nvme/direct_ring.go)
+	UringSpareProcs          bool   // io.uring.spare.procs: GOMAXPROCS + shards with the uring engine (Broker.spareProcsForRings)
+	UringPinShards           bool   // io.uring.pin.shards: pin each ring shard's thread to its CPU (Broker.planEngine)
+	UringDirectWriteBatch    bool   // io.uring.direct.write.batch: segment writes go through the shard's ring, appends answered when they complete (log.io.mode=direct; Broker.startRingStorage)
 	UringPlugPad             bool   // io.uring.plug.pad: pad two-write submissions so the kernel plugs them (ioring.Options.PlugPad)
 	UringFixedBuffers        bool   // io.uring.fixed.buffers: register the block cache's buffers with the shard's ring (log.io.mode=direct; nvme BlockCache.UseFixedBuffers)
-	UringDirectReadAsync     bool   // io.uring.direct.read.async: fetches read the cache blocks they miss through the shard's ring (log.io.mode=direct; fetch_wait.go)
-	UringFetchReadMaxBytes   int32  // io.uring.fetch.read.max.bytes: log parts of answers up to this size are read, not spliced (engine.go)
-	UringFetchSendfileMin    int32  // io.uring.fetch.sendfile.min.bytes: page-cached log parts of at least this size go by sendfile(2); 0 never (engine.go)
-	UringSendMaxBytes        int32  // io.uring.send.max.bytes: bytes one send SQE carries at most, 0 (unbounded) or >= 4096 (engine.go)
+	UringDirectReadAsync     bool   // io.uring.direct.read.async: fetches read the cache blocks they miss through the shard's ring (log.io.mode=direct; fetchState.prefetch)
+	UringFetchReadMaxBytes   int32  // io.uring.fetch.read.max.bytes: log parts of answers up to this size are read, not spliced (Broker.newEngine)
+	UringFetchSendfileMin    int32  // io.uring.fetch.sendfile.min.bytes: page-cached log parts of at least this size go by sendfile(2); 0 never (Broker.newEngine)
+	UringSendMaxBytes        int32  // io.uring.send.max.bytes: bytes one send SQE carries at most, 0 (unbounded) or >= 4096 (Broker.newEngine)
 	SaslServerMaxReceiveSize int32  // sasl.server.max.receive.size: largest frame before SASL authentication (Kafka's default 512 KiB)
 	LogIOMode                string // buffered | direct
-	LogIOCacheBytes          int64  // log.io.cache.bytes: per-shard block cache of direct mode (storage.go)
-	LogIOCachePrefault       bool   // log.io.cache.prefault: allocate and touch each shard's cache buffers, and large request buffers, at start (storage.go)
-	LogIOTailReads           bool   // log.io.tail.reads: fetches read the last batches of a partition on another shard from its published tail (nvme/tail.go, fetch_wait.go peekRun)
-	LogIOPreallocChunk       int64  // log.io.preallocate.chunk.bytes: how far ahead of its data direct mode fallocates the active segment (storage.go)
-	LogIOPreallocZero        bool   // log.io.preallocate.zero: direct mode writes zeros over the chunks it fallocates past a segment's first (nvme/prealloc.go)
+	LogIOCacheBytes          int64  // log.io.cache.bytes: per-shard block cache of direct mode (Broker.newShardCache)
+	LogIOCachePrefault       bool   // log.io.cache.prefault: allocate and touch each shard's cache buffers, and large request buffers, at start (Broker.prefaultCaches)
+	LogIOTailReads           bool   // log.io.tail.reads: fetches read the last batches of a partition on another shard from its published tail (nvme.TailView, fetchState.peekRun)
+	LogIOPreallocChunk       int64  // log.io.preallocate.chunk.bytes: how far ahead of its data direct mode fallocates the active segment (Broker.storageOptions)
+	LogIOPreallocZero        bool   // log.io.preallocate.zero: direct mode writes zeros over the chunks it fallocates past a segment's first (nvme.Options.PreallocateUnwritten)
 	ConnectionsMaxIdleMs     int64
 	// MaxConnections (max.connections) and MaxConnectionsPerIP
 	// (max.connections.per.ip, with max.connections.per.ip.overrides by
 	// address) cap the open client connections, Kafka's defaults
 	// 2147483647 (no cap); a connection past a cap is closed as soon as it
-	// is accepted (connlimit.go).
+	// is accepted (Broker.admitLocked).
 	MaxConnections               int32
 	MaxConnectionsPerIP          int32
 	MaxConnectionsPerIPOverrides map[string]int32
@@ -68,7 +68,7 @@ type Config struct {
 
 	// AuthorizerClassName is authorizer.class.name: "" (no authorizer, the
 	// ACL APIs answer SECURITY_DISABLED) or one of Kafka's standard
-	// authorizers, which turn the built-in one on (authorizer.go).
+	// authorizers, which turn the built-in one on (security.NewAuthorizer).
 	AuthorizerClassName string
 	// AllowEveryoneIfNoACLFound is allow.everyone.if.no.acl.found: whether a
 	// resource no ACL names is open to everyone (Kafka's default: false).
@@ -111,7 +111,7 @@ type Config struct {
 	Props map[string]string
 	// MetadataSnapshotBytes (metadata.log.max.record.bytes.between.snapshots,
 	// Kafka's default 20 MiB) is how many bytes of metadata records are
-	// appended between two snapshots of the metadata image (appliance/metadata/snapshot.go);
+	// appended between two snapshots of the metadata image (metadata.Log);
 	// 0 in a Config built by hand means the default.
 	MetadataSnapshotBytes int64
 
@@ -129,8 +129,9 @@ type Config struct {
 // config.strict=true and a property is unknown (config.ErrUnknownKey).
 var ErrUnknownConfigKey = config.ErrUnknownKey
 
-// topicConfigDef is config.TopicDef in the shape the admin handlers
-// (describeTopicConfigs, applyListOp) read it.
+// topicConfigDef is config.TopicDef in the shape configRegistry hands to
+// the metadata package's admin handlers (metadata.DescribeTopicConfigs,
+// metadata.ApplyListOp) as a metadata.TopicConfigDef.
 type topicConfigDef struct {
 	name       string
 	brokerProp string

@@ -224,8 +224,10 @@ var notConfigKeys = map[string]string{
 // does not know, and when the registry claims a key the code never names.
 //
 // It scans the source rather than making readers go through a checked
-// lookup: the readers are a dozen files (config.go, listeners.go, the
-// coordinators, cleaner.go, quota_rate.go, share_config.go, ...) that the
+// lookup: the readers are a dozen functions (ConfigFromProperties,
+// config.ParseListeners, group.ConfigFromProps, txn.ConfigFromProps,
+// config.CleanerFromProps, quota.ConfigFromProps, share.ConfigFromProps,
+// ...) that the
 // split of appliance (issue 39) is moving into packages, and a scan needs
 // no change in them and follows them into appliance/... subpackages. Every
 // string literal shaped like a property key (dotted lowercase words) in

@@ -62,20 +62,20 @@ type conn struct {
 	closeOnce sync.Once
 
 	// lps are the fetch long polls waiting for this connection's answers;
-	// markClosed ends them (fetch_wait.go).
+	// markClosed ends them (fetchLongPoll).
 	lpMu sync.Mutex
 	lps  map[*fetchLongPoll]uint64 // with the poll's generation
 
 	// ring is set when the uring engine serves the connection (nc is nil):
 	// frames arrive from its loop and responses go out through its ring
-	// (conn_uring.go); the pipeline below is the same.
+	// (uringConn); the pipeline below is the same.
 	ring *uringConn
 
 	// wake is poked when a slot becomes ready (netpoll writer).
 	wake chan struct{}
 	// unsent counts the netpoll slots queued for the writer and not yet
 	// written (or dropped); idleCh is poked when it falls to 0 while
-	// idleWait is set (the reader waits to run a fetch, oneFetchAtATime).
+	// idleWait is set (the reader waits to run a fetch, conn.waitWritten).
 	unsent   atomic.Int32
 	idleWait atomic.Bool
 	idleCh   chan struct{}
@@ -138,7 +138,7 @@ func connOf(r *wire.Request) *conn {
 	return c
 }
 
-// stateOf is r's storage (reqstate.go); nil for requests tests build by
+// stateOf is r's storage (reqState); nil for requests tests build by
 // hand.
 func stateOf(r *wire.Request) *reqState {
 	rs, _ := r.Owner.(*reqState)
@@ -363,7 +363,8 @@ func (c *conn) closingSlot(why error) *slot {
 }
 
 // waitWritten waits until the writer has written every queued answer
-// (oneFetchAtATime); false if the connection closed first.
+// (one Fetch or ShareFetch at a time per connection, recordFetch); false
+// if the connection closed first.
 func (c *conn) waitWritten() bool {
 	defer c.idleWait.Store(false)
 	for c.unsent.Load() > 0 {
@@ -516,7 +517,7 @@ func parseFrame(t *wire.Table, frame []byte) (pr parsedFrame, err error) {
 }
 
 // parseFrameInto is parseFrame that decodes Produce and Fetch bodies in
-// their supported versions into rs's reused structs (decode_hot.go) when rs
+// their supported versions into rs's reused structs (decodeProduce, decodeFetch) when rs
 // is not nil, and leaves pr.clientID empty (the caller interns
 // pr.clientIDBytes).
 func parseFrameInto(t *wire.Table, frame []byte, rs *reqState) (pr parsedFrame, err error) {

@@ -14,7 +14,7 @@ import (
 )
 
 // uringConn is the uring engine's side of a conn: the frame source and the
-// response sink of the shared request pipeline (conn.go). Frames arrive on
+// response sink of the shared request pipeline (conn). Frames arrive on
 // the loop of the shard that accepted the connection (OnFrame) and go
 // through conn.dispatch as on the netpoll path; slots queue here in request
 // order instead of in a channel; answers are written by pump, on the loop,
@@ -48,7 +48,7 @@ type uringConn struct {
 	closeFn    func()
 	big        *reqState // the request a large frame is being received into (FrameBuffer)
 	// held is a Fetch or ShareFetch frame read while the connection was
-	// not idle; it runs once it is (oneFetchAtATime). heldFn posts
+	// not idle; it runs once it is (recordFetch, uringConn.idle). heldFn posts
 	// runHeldFn, the drain callback of the ring.
 	held      *reqState
 	heldFn    func()
@@ -113,9 +113,10 @@ func (u *uringConn) OnOwnedFrame([]byte) ioring.FrameAction {
 // onRequest runs a received request through the pipeline.
 func (u *uringConn) onRequest(rs *reqState) ioring.FrameAction {
 	if recordFetch(rs.frame) && !u.idle() {
-		// oneFetchAtATime; reading pauses behind it. The pump of the
-		// last answer runs it, or, when every answer is pumped already
-		// but not yet sent, the send queue's draining does.
+		// One Fetch or ShareFetch at a time per connection; reading
+		// pauses behind it. The pump of the last answer runs it, or,
+		// when every answer is pumped already but not yet sent, the send
+		// queue's draining does.
 		u.held = rs
 		u.rc.NotifyDrained(u.heldFn)
 		return ioring.FramePause

@@ -5,7 +5,7 @@ package appliance
 // slices but zeroes their elements, so every topic's partition slice is
 // allocated again per request; these keep the capacity at every level and
 // alias the frame (strings too, so the caller interns them before the
-// frame is reused: reqstate.go). They accept what kmsg accepts for these
+// frame is reused: internStrings). They accept what kmsg accepts for these
 // versions and fill the same fields, which TestHotDecodersMatchKmsg checks
 // against kmsg for every version; unknown tagged fields are skipped.
 

@@ -41,7 +41,7 @@
 //     (shardState.parts): a partition is read or written only from closures
 //     posted to its shard; what other goroutines may read of it without a
 //     hop (its offsets, for fetches with nothing new) the owner publishes in
-//     its partView (partition_view.go), which also holds the parked Fetch
+//     its partView, which also holds the parked Fetch
 //     long polls under a leaf mutex;
 //   - each connection has a reader goroutine that decodes frames and
 //     dispatches them in order (so appends from one connection keep their

@@ -16,7 +16,7 @@ package appliance
 // whatever session id it names. v13+ names topics by id (UNKNOWN_TOPIC_ID otherwise).
 // read_committed (isolation level 1) reads stop at the last stable offset
 // and carry the aborted transactions that overlap the fetched range, from
-// the partition's transaction index (nvme/txnindex.go); every response
+// the partition's transaction index (nvme.Log.AbortedTxns); every response
 // carries the LSO.
 
 import (
@@ -83,7 +83,7 @@ func handleFetch(b *Broker, r *wire.Request) any {
 	if len(fs.ins) == 0 {
 		return fs.enc.encode(r.Version, 0, 0, fs.outs)
 	}
-	// Read on the owner shards, answering from the last (fetch_wait.go).
+	// Read on the owner shards, answering from the last (fetchState.begin).
 	fs.begin()
 	return wire.AnswerLater{}
 }

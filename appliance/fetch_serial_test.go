@@ -83,8 +83,8 @@ func readAnswerHead(nc net.Conn) (int32, int, error) {
 	return int32(binary.BigEndian.Uint32(sz[4:])), n, nil
 }
 
-// Fetches pipelined on one connection run one at a time (oneFetchAtATime
-// in conn.go): three long polls that each wait 300 ms answer ~300 ms
+// Fetches pipelined on one connection run one at a time (recordFetch,
+// conn.waitWritten, uringConn.idle): three long polls that each wait 300 ms answer ~300 ms
 // apart, in order, not all at once.
 func TestPipelinedFetchesRunOneAtATime(t *testing.T) {
 	onEngines(t, nil, func(t *testing.T, f *allocFixture) {

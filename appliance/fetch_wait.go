@@ -5,7 +5,7 @@ package appliance
 // one shard per run of consecutive partitions on it and posts itself to the
 // next; the last one encodes the answer into the request's reused buffers
 // and completes the slot. A run whose partitions have nothing past their
-// fetch offsets is answered from their views (partition_view.go) without
+// fetch offsets is answered from their views (partView) without
 // visiting its shard (advance, peekRun). A fetch that may wait for
 // min_bytes (a long poll) stays goroutine-free too: each pass parks it on
 // the partitions it reads, and an append, its max_wait_ms timer or the
@@ -117,7 +117,7 @@ func (fs *fetchState) addTopic(name string, id TopicID) *fetchTopicOut {
 	return ot
 }
 
-// addPart appends a response partition to ot, reusing its old chunks.
+// addFetchPart appends a response partition to ot, reusing its old chunks.
 func addFetchPart(ot *fetchTopicOut, op fetchPartOut) *fetchPartOut {
 	var p *fetchPartOut
 	ot.parts, p = growSlice(ot.parts)
@@ -272,7 +272,7 @@ func (fs *fetchState) connGone() bool {
 // every one can be: from its view when it has no records past its fetch
 // offset nor an error to give, from its log's published tail (direct
 // mode, read_uncommitted) when it has; a fetch that may wait parks on
-// each first (partition_view.go says why in that order). It reports
+// each first (partView's doc says why in that order). It reports
 // false, with the outs left for step to overwrite and no block held,
 // otherwise. Like step, the run reads up to max_bytes, the first batch
 // of its first partition with records even beyond.
@@ -394,7 +394,7 @@ const maxPrefetchRounds = 8
 
 // prefetch starts ring reads of the cache blocks that reading ins[fs.i:j]
 // would miss, each partition up to what max_bytes leaves of the run's
-// budget, and reports whether any started (nvme/direct_prefetch.go).
+// budget, and reports whether any started (nvme.Log.Prefetch, nvme.BlockPrefetch).
 func (fs *fetchState) prefetch(st *shardState, j int) bool {
 	budget := int64(fs.maxBytes)
 	for _, in := range fs.ins[fs.i:j] {

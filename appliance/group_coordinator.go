@@ -283,7 +283,7 @@ func (op *offsetsPartition) Warn(msg string, args ...any) { op.gc.b.log.Warn(msg
 func (b *Broker) groupsReady() bool { return b.coord.groups != nil }
 
 // onTopicsRemoved is the group coordinator's part of a published metadata
-// delta (publish.go): every group's committed offsets of the removed topics
+// delta (groupsListener.Publish): every group's committed offsets of the removed topics
 // are deleted, on the shards that own the groups.
 func (gc *groupCoordinator) onTopicsRemoved(removed []*TopicImage) {
 	for _, t := range removed {

@@ -1,6 +1,6 @@
 package appliance
 
-// The log manager: the listener of the metadata publisher (publish.go) that
+// The log manager: the listener of the metadata publisher (metadata.Publisher, Broker.publish) that
 // owns this node's partition logs. It learns of partitions only from image
 // deltas, whether the records behind them were proposed here, replayed from
 // the metadata log at start, or (later) replicated by the quorum: it opens
@@ -12,7 +12,7 @@ package appliance
 // fixed order (topics by name, partitions by index), so a start spreads
 // them evenly whatever the history of creates and deletes. The placement
 // table maps a partition to its owner shard and to the view any goroutine
-// may read its offsets from (partition_view.go); it is copied on change and
+// may read its offsets from (partView); it is copied on change and
 // published through an atomic pointer, so the produce and fetch paths read
 // it without locking. Changes run under the controller mutex (publish).
 
@@ -36,7 +36,7 @@ type logManager struct {
 	// controller mutex, like every change of the table.
 	load []int
 	// startOffsets are the log start offsets of the checkpoint read at
-	// start (checkpoints.go), used by the first open of each partition.
+	// start (Broker.readLogStartOffsets), used by the first open of each partition.
 	startOffsets map[tpName]int64
 }
 

@@ -54,13 +54,13 @@ type partition struct {
 	offline error // set after an I/O error: the partition refuses reads and writes
 
 	waiters []*share.Waiter // ShareFetch long polls
-	view    *partView       // offsets for other shards, parked Fetch long polls (partition_view.go)
+	view    *partView       // offsets for other shards, parked Fetch long polls (partView.park)
 
 	unflushed int64
 	lastFlush time.Time
 
 	// Appends whose bytes the shard's ring is still writing (direct I/O on
-	// the uring engine, nvme/direct_ring.go), oldest first from
+	// the uring engine, nvme.BlockCache.SetWriteRing), oldest first from
 	// writesHead: each is answered, published and fdatasynced by
 	// onWritten once the log's written end offset passes it.
 	writes     []appendWait
@@ -105,7 +105,7 @@ func (p *partition) useView(v *partView) {
 }
 
 // publishView stores the offsets fetches may answer from without a hop
-// (partition_view.go); an offline or closed partition shows as not open.
+// (partView.publish); an offline or closed partition shows as not open.
 func (p *partition) publishView() { p.view.publish(p.viewState()) }
 
 func (p *partition) viewState() viewState {
@@ -119,7 +119,7 @@ func (p *partition) viewState() viewState {
 // highWatermark is the log's written end offset: with one replica the ISR
 // is the leader alone, so every appended record is committed once it is
 // written (the log end offset, but while the shard's ring is still writing
-// the last appends, nvme/direct_ring.go). Nothing above it is served, so a
+// the last appends, nvme.Log.WrittenEndOffset). Nothing above it is served, so a
 // consumer never reads what a kill -9 could still take away.
 func (p *partition) highWatermark() int64 { return p.log.WrittenEndOffset() }
 
@@ -138,7 +138,7 @@ func (p *partition) append(records []byte, acks int16, done func(produceResult))
 	p.appendFor(records, acks, done, nil)
 }
 
-// appendFor is append for a produce's partition wait w (produce_wait.go),
+// appendFor is append for a produce's partition wait w (produceWait),
 // whose done is w.doneFn: with acks=-1 the fdatasync answers through w's
 // reused callback, so the append allocates nothing.
 func (p *partition) appendFor(records []byte, acks int16, done func(produceResult), w *produceWait) {

@@ -11,7 +11,7 @@ import (
 // partView is the part of a partition's state that any goroutine may read
 // without a hop to the owner shard, and the Fetch long polls parked on it.
 //
-// A fetch pass reads each partition on its owner shard (fetch_wait.go),
+// A fetch pass reads each partition on its owner shard (fetchState.step),
 // one cross-shard message per shard it visits. Most partitions of a
 // consumer's fetch have nothing new: the fetch offset is the high watermark
 // (read_committed: the last stable offset), and the answer is the three
@@ -31,14 +31,14 @@ import (
 // offsets is always woken by the append that changed them.
 //
 // The view of a partition lives in the log manager's placement table
-// (log_manager.go), made when the partition is placed, before the image
+// (logManager.placed), made when the partition is placed, before the image
 // that names it is published, and kept until its topic is removed; the
 // image holds values only. A view no open partition publishes to (not
 // open yet, offline, closed) reads as not open and the pass reads on the
 // owner shard, which gives the error.
 //
 // In direct mode the log also publishes its last batches there (tail,
-// nvme/tail.go; log.io.tail.reads): a partition with records past the
+// nvme.TailView; log.io.tail.reads): a partition with records past the
 // fetch offset is read from it without the hop when the records are in
 // the published batches (read_uncommitted fetches only).
 type partView struct {

@@ -285,7 +285,7 @@ func tailFetch(iso int8, offsets map[int32]int64) []byte {
 
 // TestFetchReadsPublishedTail: in direct and buffered mode a
 // read_uncommitted fetch of the last batches of partitions on either shard
-// is answered from the logs' published tails (nvme/tail.go: block buffers,
+// is answered from the logs' published tails (nvme.TailView: block buffers,
 // or the segment file) without reading on any shard, with
 // the same record bytes a read on the shards gives (read_committed, which
 // always reads there; with no transactions its answer is the same); a

@@ -14,7 +14,7 @@ package appliance
 // otherwise) and its partition part of the producer's open transaction, as
 // the coordinator is asked before the append (KIP-890's verification):
 // INVALID_TXN_STATE when it is not, INVALID_PRODUCER_EPOCH for a fenced
-// producer (txn_produce.go).
+// producer (Broker.txnProduce).
 
 import (
 	"encoding/binary"
@@ -90,7 +90,7 @@ func handleProduce(b *Broker, r *wire.Request) any {
 				}
 			default:
 				// The append is posted to the owner shard below, once
-				// every wait is counted (produce_wait.go).
+				// every wait is counted (produceState.postWaits).
 				w := ps.addWait(ti, pi, b.shardFor(topic, p.Partition), tpKey{topic.ID, p.Partition}, p.Records)
 				if txn {
 					txnItems = append(txnItems, txnProduceItem{tp: txnTP{Topic: t.Topic, Partition: p.Partition}, records: p.Records, w: w})

@@ -81,7 +81,7 @@ func (ps *produceState) addTopic(name string) *kmsg.ProduceResponseTopic {
 	return rt
 }
 
-// addPartition appends a response partition with no result yet.
+// addProducePartition appends a response partition with no result yet.
 func addProducePartition(rt *kmsg.ProduceResponseTopic, p int32) *kmsg.ProduceResponseTopicPartition {
 	var rp *kmsg.ProduceResponseTopicPartition
 	rt.Partitions, rp = growSlice(rt.Partitions)
@@ -251,7 +251,7 @@ func (ps *produceState) finish() {
 	if ps.acks != 0 {
 		s.resp = &ps.resp
 	} else if reason := acks0Failure(&ps.resp); reason != "" {
-		s.resp = wire.Close{Reason: reason} // produce.go
+		s.resp = wire.Close{Reason: reason}
 	}
 	if ps.throttle > 0 {
 		// producer_byte_rate: hold the answer (Broker.holdThrottled) off the

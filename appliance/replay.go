@@ -13,7 +13,7 @@ import (
 // replayLog reads an internal topic's partition log from its log start
 // offset to its end and calls fn for every record, in offset order. It runs
 // on the partition's shard. Cleaned logs have gaps and may hold batches with
-// no records (cleaner.go). A read's chunks together hold whole batches, but
+// no records (the cleaner package). A read's chunks together hold whole batches, but
 // one chunk need not: in direct mode they are block-cache memory, and a
 // batch that straddles two cache blocks ends in one chunk and starts in the
 // next, so the chunks of a read are copied into one buffer and parsed there. name is used in

@@ -1,7 +1,7 @@
 package appliance
 
 // Reusable request storage: the produce and fetch request path allocates
-// nothing per request in steady state (alloc_test.go proves it with
+// nothing per request in steady state (TestRequestPathAllocs proves it with
 // testing.AllocsPerRun on both engines).
 //
 // A reqState holds everything one request needs from its frame to its

@@ -86,7 +86,7 @@ func newAuthorizer(cfg Config, acls func() *ACLSet) *security.Authorizer {
 	return security.NewAuthorizer(cfg.AuthorizerClassName, cfg.SuperUsers, cfg.AllowEveryoneIfNoACLFound, acls)
 }
 
-// validateAuthorizerClass and parseSuperUsers are security's, for config.go.
+// validateAuthorizerClass and parseSuperUsers are security's, for ConfigFromProperties and Config.Validate.
 func validateAuthorizerClass(name string) error  { return security.ValidateAuthorizerClass(name) }
 func parseSuperUsers(s string) ([]string, error) { return security.ParseSuperUsers(s) }
 

@@ -100,9 +100,9 @@ func (b *Broker) storageOptions(st *shardState, t *TopicImage, o nvme.Options) n
 
 // startRingStorage sets up a ring shard's direct-mode I/O: fetches read
 // the blocks they miss through the shard's own ring
-// (io.uring.direct.read.async, fetch_wait.go), and the block cache writes
+// (io.uring.direct.read.async, fetchState.prefetch), and the block cache writes
 // segments through it without waiting for the device
-// (io.uring.direct.write.batch, nvme/direct_ring.go), set on the shard's
+// (io.uring.direct.write.batch, nvme.BlockCache.SetWriteRing), set on the shard's
 // thread, which alone may submit to the ring.
 func (b *Broker) startRingStorage(st *shardState) error {
 	st.asyncReads = st.cache != nil && st.loop.IsRing() && b.cfg.UringDirectReadAsync

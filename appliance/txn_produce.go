@@ -9,7 +9,7 @@ import (
 	"github.com/ringbroker/ringbroker/appliance/txn"
 )
 
-// txnTP is a partition of a transaction (produce.go names it).
+// txnTP is a partition of a transaction (handleProduce names it).
 type txnTP = txn.TP
 
 // txnProduceItem is one partition of a transactional produce.

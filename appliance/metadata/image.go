@@ -10,20 +10,20 @@ import (
 // PartitionRecord, ConfigRecord and RemoveTopicRecord. The log stores each
 // as a cluster/records binary record (ToBinary, Converter); the JSON
 // tags are the format of logs written before, read once by the upgrade
-// (upgrade.go).
+// (Log.upgradeMetadataLog).
 type Record struct {
 	Topic       *TopicRecord       `json:"topic,omitempty"`
 	Partition   *PartitionRecord   `json:"partition,omitempty"`
 	Config      *ConfigRecord      `json:"config,omitempty"`
 	RemoveTopic *RemoveTopicRecord `json:"removeTopic,omitempty"`
 	ProducerIDs *ProducerIDsRecord `json:"producerIds,omitempty"`
-	// ACL and RemoveACL add and remove ACL bindings (concepts.go).
+	// ACL and RemoveACL add and remove ACL bindings (AccessControlEntryRecord, ACLBindings).
 	ACL       *AccessControlEntryRecord       `json:"acl,omitempty"`
 	RemoveACL *RemoveAccessControlEntryRecord `json:"removeAcl,omitempty"`
-	// ClientQuota sets or removes a client quota (concepts.go).
+	// ClientQuota sets or removes a client quota (ClientQuotaRecord, ClientQuotas).
 	ClientQuota *ClientQuotaRecord `json:"clientQuota,omitempty"`
 	// UserScramCredential and RemoveUserScramCredential store and delete
-	// SCRAM credentials (concepts.go).
+	// SCRAM credentials (UserScramCredentialRecord, ScramCredentials).
 	UserScramCredential       *UserScramCredentialRecord       `json:"userScramCredential,omitempty"`
 	RemoveUserScramCredential *RemoveUserScramCredentialRecord `json:"removeUserScramCredential,omitempty"`
 }
@@ -51,12 +51,12 @@ type PartitionRecord struct {
 	LeaderEpoch int32   `json:"leaderEpoch"`
 	// Logs written before the publisher also hold "shard", the owner shard
 	// the proposing node chose. It is ignored: placement is each node's own
-	// choice when it opens the partition (log_manager.go), not metadata.
+	// choice when it opens the partition (appliance's logManager.open), not metadata.
 }
 
 // ConfigRecord sets (Value != nil) or removes (Value == nil) one config of a
 // resource. ResourceType uses Kafka's codes: 2 topic, 4 broker, 32 group
-// (KIP-848/KIP-932 group configs, share_config.go).
+// (KIP-848/KIP-932 group configs, share.Config).
 type ConfigRecord struct {
 	ResourceType int8    `json:"resourceType"`
 	Name         string  `json:"name"`
@@ -78,7 +78,7 @@ type Image struct {
 	TopicsByID map[TopicID]*TopicImage
 	Brokers    map[string]map[string]string // broker config overrides by node id
 	// GroupConfigs are the GROUP config resources' values by group id
-	// (share_config.go); nil when there are none.
+	// (share.Config checks and describes them); nil when there are none.
 	GroupConfigs map[string]map[string]string
 	// NextProducerID is the first producer id not yet handed out in a block.
 	NextProducerID int64

@@ -20,8 +20,8 @@ const Topic = "__cluster_metadata"
 // Log stores metadata records as record batches in
 // <log.dirs>/__cluster_metadata-0, one cluster/records binary record per
 // Kafka record (a log of JSON records, as written before, is upgraded
-// once: upgrade.go), with snapshots of the image beside it
-// (snapshot.go). It is
+// once: Log.upgradeMetadataLog), with snapshots of the image beside it
+// (writeSnapshot, Log.loadLatestSnapshot). It is
 // the seam that the Raft quorum will replicate: today one node appends,
 // fdatasyncs and applies. Not safe for concurrent use: the controller mutex
 // serialises it.

@@ -3,7 +3,7 @@
 // unmodified Kafka clients: franz-go, sarama, kcat (librdkafka) and
 // confluent-kafka for Python.
 //
-// The harness (harness_test.go) builds the binary once per test binary run,
+// The harness (startBroker, brokerBinary) builds the binary once per test binary run,
 // starts one broker process per test with the repository's
 // config/server.properties plus --override flags, captures the broker's stderr
 // to a file and prints its tail when a test fails.
