@@ -12,6 +12,7 @@ import (
 	"github.com/ringbroker/ringbroker/appliance/config"
 	"github.com/ringbroker/ringbroker/appliance/group"
 	"github.com/ringbroker/ringbroker/appliance/quota"
+	"github.com/ringbroker/ringbroker/appliance/share"
 	"github.com/ringbroker/ringbroker/appliance/txn"
 )
 
@@ -92,6 +93,12 @@ type Config struct {
 	// Quota is the quota sampling configuration (quota.ConfigFromProps:
 	// quota.window.num, quota.window.size.seconds).
 	Quota quota.Config
+	// Share is the share groups' configuration and the GROUP config
+	// resources' broker defaults and bounds (share.ConfigFromProps:
+	// group.share.*, group.consumer.* heartbeat and session bounds). The
+	// GROUP resources' own values live in the metadata image
+	// (Image.GroupConfigs), read at run time.
+	Share share.Config
 	// Cleaner is the log cleaner's configuration (config.CleanerFromProps:
 	// log.cleaner.*).
 	Cleaner config.Cleaner
@@ -317,6 +324,9 @@ func (c *Config) parseSections() error {
 	if c.Quota, err = quota.ConfigFromProps(c.Props); err != nil {
 		return fmt.Errorf("cannot configure quotas: %w", err)
 	}
+	if c.Share, err = share.ConfigFromProps(c.Props); err != nil {
+		return fmt.Errorf("cannot configure share groups: %w", err)
+	}
 	if c.Cleaner, err = config.CleanerFromProps(c.Props); err != nil {
 		return fmt.Errorf("cannot configure the log cleaner: %w", err)
 	}
@@ -354,6 +364,11 @@ func (c *Config) defaultSections() {
 	}
 	if c.Quota == (quota.Config{}) {
 		c.Quota, _ = quota.ConfigFromProps(nil)
+	}
+	if reflect.ValueOf(c.Share).IsZero() {
+		// A Config built by hand may carry Props: its invalid share values
+		// fall back to Kafka's defaults, as they did before Share existed.
+		c.Share, _ = share.ConfigFromProps(c.Props)
 	}
 	if c.Cleaner == (config.Cleaner{}) {
 		c.Cleaner = config.DefaultCleaner()

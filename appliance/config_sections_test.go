@@ -6,9 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/ringbroker/ringbroker/appliance/config"
 	"github.com/ringbroker/ringbroker/appliance/group"
 	"github.com/ringbroker/ringbroker/appliance/quota"
+	"github.com/ringbroker/ringbroker/appliance/share"
 	"github.com/ringbroker/ringbroker/appliance/txn"
 )
 
@@ -95,6 +98,10 @@ func TestConfigSectionErrors(t *testing.T) {
 		{"offsets.topic.segment.bytes", "big"},
 		{"transaction.state.log.segment.bytes", "4294967296"},
 		{"log.retention.hours", "soon"},
+		{"group.share.max.size", "many"},
+		{"group.share.auto.offset.reset", "sometimes"},
+		{"group.share.record.lock.duration.ms", "long"},
+		{"group.share.min.record.lock.duration.ms", "soon"},
 	} {
 		_, err := ConfigFromProperties(map[string]string{kv[0]: kv[1]})
 		if err == nil || !strings.Contains(err.Error(), kv[0]) {
@@ -120,5 +127,49 @@ func TestConfigByHandDefaults(t *testing.T) {
 	}
 	if c.Txn.NumPartitions != 2 {
 		t.Errorf("Txn = %+v: the section set by hand was replaced", c.Txn)
+	}
+	if err := c.Share.Validate("share.record.lock.duration.ms", "30000"); err != nil {
+		t.Errorf("Share of a Config built by hand rejects Kafka's default lock duration: %v", err)
+	}
+	if err := c.Share.Validate("share.record.lock.duration.ms", "100"); err == nil {
+		t.Errorf("Share of a Config built by hand accepts 100 ms, below Kafka's 15 s bound")
+	}
+}
+
+// TestConfigShareSection: ConfigFromProperties parses the share groups'
+// broker defaults and bounds once into Config.Share, which then checks and
+// describes GROUP config values as the properties say.
+func TestConfigShareSection(t *testing.T) {
+	lock := "share.record.lock.duration.ms"
+	defaults, err := ConfigFromProperties(map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := defaults.Share.Validate(lock, "30000"); err != nil {
+		t.Errorf("default Share rejects 30000: %v", err)
+	}
+	if err := defaults.Share.Validate(lock, "100"); err == nil {
+		t.Errorf("default Share accepts 100, below group.share.min.record.lock.duration.ms=15000")
+	}
+	if v, src := defaults.Share.Value(nil, lock); v != "30000" || src != kmsg.ConfigSourceDefaultConfig {
+		t.Errorf("default %s = %q (source %v), want 30000 from the default", lock, v, src)
+	}
+
+	c, err := ConfigFromProperties(map[string]string{
+		"group.share.min.record.lock.duration.ms": "50",
+		"group.share.record.lock.duration.ms":     "20000",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Share.Validate(lock, "100"); err != nil {
+		t.Errorf("Share with min 50 rejects 100: %v", err)
+	}
+	if v, src := c.Share.Value(nil, lock); v != "20000" || src != kmsg.ConfigSourceStaticBrokerConfig {
+		t.Errorf("%s = %q (source %v), want 20000 from the broker's properties", lock, v, src)
+	}
+	want, err := share.ConfigFromProps(c.Props)
+	if err != nil || !reflect.DeepEqual(c.Share, want) {
+		t.Errorf("Share = %+v, want share.ConfigFromProps(Props) = %+v (err %v)", c.Share, want, err)
 	}
 }

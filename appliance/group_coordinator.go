@@ -76,10 +76,7 @@ func (b *Broker) startGroupCoordinator() error {
 		}
 	}
 	gc := &groupCoordinator{b: b, cfg: cfg, topic: t}
-	// Invalid share properties fall back to Kafka's defaults, as the
-	// share groups always read them; the error is not fatal here.
-	shareCfg, _ := share.ConfigFromProps(b.cfg.Props)
-	gc.share = share.NewStore(shareHost{b}, shareCfg)
+	gc.share = share.NewStore(shareHost{b}, b.cfg.Share)
 	mgrs := make([]*group.Manager, 0, len(t.Partitions))
 	for _, p := range t.Partitions {
 		op := &offsetsPartition{gc: gc, st: b.shardFor(t, p.Partition), key: tpKey{t.ID, p.Partition}, index: p.Partition}

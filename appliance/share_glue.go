@@ -148,18 +148,10 @@ func (s sharePart) ReadBatches(dst []byte, from int64, maxBytes int32, end int64
 // Park registers w to be woken by the partition's next append.
 func (s sharePart) Park(w *share.Waiter) { s.p.park(w) }
 
-// shareConfig is the share and group configuration of the broker's
-// properties (share.ConfigFromProps; invalid values fall back to Kafka's
-// defaults, as they always did).
-func (b *Broker) shareConfig() share.Config {
-	c, _ := share.ConfigFromProps(b.cfg.Props)
-	return c
-}
-
 // alterGroupConfigs applies IncrementalAlterConfigs operations to the
 // GROUP resource group (share.Config.Changes), as one metadata batch.
 func (b *Broker) alterGroupConfigs(group string, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig, validateOnly bool) error {
-	changes, err := b.shareConfig().Changes(group, ops)
+	changes, err := b.cfg.Share.Changes(group, ops)
 	if err != nil || validateOnly || len(changes) == 0 {
 		return err
 	}
@@ -180,5 +172,5 @@ func (b *Broker) alterGroupConfigs(group string, ops []kmsg.IncrementalAlterConf
 // describeGroupConfigs lists the GROUP resource group's configs with their
 // effective values (share.Config.Describe), for DescribeConfigs.
 func (b *Broker) describeGroupConfigs(im *Image, group string, names []string, synonyms bool) []kmsg.DescribeConfigsResponseResourceConfig {
-	return b.shareConfig().Describe(im.GroupConfigs[group], names, synonyms)
+	return b.cfg.Share.Describe(im.GroupConfigs[group], names, synonyms)
 }
