@@ -2,7 +2,6 @@ package membership
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/ringbroker/ringbroker/cluster/records"
@@ -79,7 +78,8 @@ type HeartbeatReply struct {
 //   - fenced: WantShutdown stops it at once (ShutdownNow); otherwise,
 //     unless WantFence, it is unfenced once CurrentMetadataOffset reaches
 //     the offset of its RegisterBrokerRecord (caught up), and the
-//     leaderless partitions it can lead get it as leader;
+//     leaderless partitions it can lead get it as leader; a broker fenced
+//     while in controlled shutdown stays fenced until it registers again;
 //   - unfenced: WantFence fences it (ShutdownNow with WantShutdown);
 //     WantShutdown enters controlled shutdown when it leads partitions
 //     (their leadership moves to other ISR members, or to no leader),
@@ -147,7 +147,10 @@ func (r *Registry) nextState(b *Broker, cur State, req *kmsg.BrokerHeartbeatRequ
 		switch {
 		case req.WantShutdown:
 			return ShutdownNow
-		case !req.WantFence && caughtUp:
+		case !req.WantFence && caughtUp && !b.InControlledShutdown:
+			// A broker fenced during its controlled shutdown stays fenced
+			// until it registers again: unfencing it would give
+			// leadership to a broker on its way out.
 			return Unfenced
 		}
 		return Fenced
@@ -238,5 +241,5 @@ func (r *Registry) Sessions() []SessionInfo {
 		info.Valid = r.hasValidSession(r.brokers[id])
 		out = append(out, info)
 	}
-	return slices.Clip(out)
+	return out
 }

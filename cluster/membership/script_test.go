@@ -20,6 +20,8 @@ package membership
 //	                                          placement only; ! is fenced
 //	brokers | partitions | sessions           print state
 //	activate                                  Registry.Activate
+//	failover                                  a standby registry replays the log,
+//	                                          activates and takes over
 //	replay                                    replay the log into a fresh registry
 //	                                          and table and compare
 //
@@ -241,6 +243,16 @@ func (e *scriptEnv) Exec(t *testing.T, line string) {
 		}
 	case "activate":
 		e.reg.Activate()
+	case "failover":
+		reg := e.newRegistry()
+		for off, rec := range e.log {
+			if err := reg.Apply(int64(off), rec); err != nil {
+				t.Fatalf("standby replay at %d: %v", off, err)
+			}
+		}
+		reg.Activate()
+		e.reg = reg
+		e.printf("standby replayed %d records and is active\n", len(e.log))
 	case "replay":
 		reg, table := e.newRegistry(), NewMemTable()
 		for off, rec := range e.log {
