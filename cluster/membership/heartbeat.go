@@ -122,8 +122,11 @@ func (r *Registry) Heartbeat(req *kmsg.BrokerHeartbeatRequest, parts PartitionTa
 				out = append(out, r.changeRecord(b, fence, 0))
 			}
 		case ControlledShutdown:
-			out = append(out, r.changeRecord(b, 0, enterShutdownState))
+			// The shutdown record comes last, so that its offset (the
+			// broker's ShutdownOffset) is past the leadership moves that
+			// every active broker must have seen before it stops.
 			out = append(out, r.removeLeadership(parts, b.ID)...)
+			out = append(out, r.changeRecord(b, 0, enterShutdownState))
 		}
 		r.log.Info("broker heartbeat changes state", "broker", b.ID, "from", cur, "to", next)
 	}

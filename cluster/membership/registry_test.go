@@ -493,3 +493,58 @@ func TestNextCheckNoUnfenced(t *testing.T) {
 		t.Fatal("NextCheck with only a fenced broker")
 	}
 }
+
+// TestDecideChangesNothing: the decide methods return records and change
+// no replicated state; only Apply does.
+func TestDecideChangesNothing(t *testing.T) {
+	s := newSim(t)
+	for id := int32(1); id <= 3; id++ {
+		if err := s.register(id, 0, ""); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.heartbeat(id, s.end(), false, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.createTopic(6, 2); err != nil {
+		t.Fatal(err)
+	}
+	brokers, parts := s.reg.Brokers(), s.table.Partitions()
+	same := func(what string, recs []records.Record) {
+		t.Helper()
+		if len(recs) == 0 {
+			t.Fatalf("%s decided no records", what)
+		}
+		if !reflect.DeepEqual(s.reg.Brokers(), brokers) || !reflect.DeepEqual(s.table.Partitions(), parts) {
+			t.Fatalf("%s changed state before its records were applied", what)
+		}
+	}
+	recs, err := s.reg.Register(registration(4, 0, ""), 99, s.table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("Register", recs)
+	recs, err = s.reg.Register(registration(1, 0, ""), 99, s.table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("Register of a live broker", recs)
+	for _, w := range []struct{ fence, shutdown bool }{{true, false}, {false, true}, {true, true}} {
+		req := kmsg.NewPtrBrokerHeartbeatRequest()
+		req.BrokerID, req.BrokerEpoch, req.CurrentMetadataOffset, req.WantFence, req.WantShutdown = 1, brokers[0].Epoch, s.end(), w.fence, w.shutdown
+		_, recs, err := s.reg.Heartbeat(req, s.table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		same(fmt.Sprintf("Heartbeat %+v", w), recs)
+	}
+	req := kmsg.NewPtrUnregisterBrokerRequest()
+	req.BrokerID = 2
+	recs, err = s.reg.Unregister(req, s.table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("Unregister", recs)
+	s.now = s.now.Add(time.Hour)
+	same("FenceStale", s.reg.FenceStale(s.table))
+}
