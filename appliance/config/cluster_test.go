@@ -122,6 +122,17 @@ func TestParseCluster(t *testing.T) {
 					t.Errorf("client %v, cluster %+v", client, c)
 				}
 			}},
+		{name: "kafka 4 sample server.properties", node: 1, props: kv{"process.roles": "broker,controller",
+			"controller.quorum.bootstrap.servers": "localhost:9093", "listeners": "PLAINTEXT://:9092,CONTROLLER://:9093",
+			"inter.broker.listener.name": "PLAINTEXT", "advertised.listeners": "PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093",
+			"controller.listener.names":      "CONTROLLER",
+			"listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"},
+			check: func(t *testing.T, c Cluster, client []Listener) {
+				if !c.QuorumConfigured() || len(client) != 1 || client[0].AdvertisedHost != "localhost" ||
+					len(c.ControllerListeners) != 1 || c.ControllerListeners[0].AdvertisedHost != "localhost" || c.ControllerListeners[0].AdvertisedPort != 9093 {
+					t.Errorf("cluster %+v, client %+v", c, client)
+				}
+			}},
 		{name: "bootstrap servers only", node: 1, props: kv{"controller.quorum.bootstrap.servers": "127.0.0.1:9093",
 			"listeners": lis, "controller.listener.names": ctlLis},
 			check: func(t *testing.T, c Cluster, _ []Listener) {
