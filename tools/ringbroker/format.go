@@ -3,7 +3,8 @@ package main
 // The storage subcommands, as Kafka's kafka-storage.sh has them:
 //
 //	ringbroker random-uuid
-//	ringbroker format --cluster-id <id> [--ignore-formatted] [--override key=value ...] <server.properties>
+//	ringbroker format --cluster-id <id> [--ignore-formatted] [--standalone | --no-initial-controllers]
+//	                  [--override key=value ...] <server.properties>
 //
 // format writes meta.properties (version 1, cluster.id, node.id and a new
 // directory.id per directory) into every directory of log.dirs, so that a
@@ -48,16 +49,20 @@ func runFormat(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	var ovs overrides
 	var clusterID, configFile string
-	var ignore bool
+	var ignore, standalone, noInitial bool
 	fs.StringVar(&clusterID, "cluster-id", "", "the cluster id, a 22-character base64url UUID (ringbroker random-uuid)")
 	fs.StringVar(&clusterID, "t", "", "short for --cluster-id")
 	fs.BoolVar(&ignore, "ignore-formatted", false, "format the directories that are not formatted yet and leave the others")
 	fs.BoolVar(&ignore, "g", false, "short for --ignore-formatted")
+	fs.BoolVar(&standalone, "standalone", false, "a controller without controller.quorum.voters: this node is the quorum's one initial voter")
+	fs.BoolVar(&standalone, "s", false, "short for --standalone")
+	fs.BoolVar(&noInitial, "no-initial-controllers", false, "a controller without controller.quorum.voters that joins an existing quorum")
+	fs.BoolVar(&noInitial, "N", false, "short for --no-initial-controllers")
 	fs.StringVar(&configFile, "config", "", "the server.properties file (or give it as the argument)")
 	fs.StringVar(&configFile, "c", "", "short for --config")
 	fs.Var(&ovs, "override", "set a property, key=value (repeatable)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: ringbroker format --cluster-id <id> [--ignore-formatted] [--override key=value ...] <server.properties>")
+		fmt.Fprintln(fs.Output(), "usage: ringbroker format --cluster-id <id> [--ignore-formatted] [--standalone | --no-initial-controllers] [--override key=value ...] <server.properties>")
 		fs.PrintDefaults()
 	}
 	file, err := parseArgs(fs, args)
@@ -88,7 +93,33 @@ func runFormat(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	warnUnknownKeys(slog.New(slog.NewTextHandler(stderr, nil)), cfg.UnknownKeys)
+	if err := checkQuorumFlags(cfg, standalone, noInitial); err != nil {
+		return err
+	}
 	return formatDirs(cfg, clusterID, ignore, stdout)
+}
+
+// checkQuorumFlags applies Kafka's rules for --standalone and
+// --no-initial-controllers (KIP-853's dynamic quorum): at most one of them;
+// only on a controller, and only without controller.quorum.voters (static
+// voters are the quorum); and a controller with bootstrap servers but no
+// voters needs one. ringbroker keeps no bootstrap snapshot with the initial
+// voter set yet, so the flags are checked and change nothing written; they
+// let Kafka's own format command lines run unchanged.
+func checkQuorumFlags(cfg appliance.Config, standalone, noInitial bool) error {
+	cl := &cfg.Cluster
+	switch {
+	case standalone && noInitial:
+		return errors.New("--standalone and --no-initial-controllers exclude each other")
+	case (standalone || noInitial) && !cl.Controller:
+		return errors.New("--standalone and --no-initial-controllers are for a node with the controller role (process.roles)")
+	case (standalone || noInitial) && len(cl.Voters) > 0:
+		return errors.New("--standalone and --no-initial-controllers are for a dynamic quorum: remove controller.quorum.voters, or drop the flag")
+	case cl.Controller && len(cl.Voters) == 0 && len(cl.BootstrapServers) > 0 && !standalone && !noInitial:
+		return errors.New("controller.quorum.voters is not set on this controller, so give --standalone (this node founds the quorum) " +
+			"or --no-initial-controllers (it joins a quorum through controller.quorum.bootstrap.servers)")
+	}
+	return nil
 }
 
 // formatDirs writes meta.properties into the unformatted directories of

@@ -129,10 +129,61 @@ func TestFormat(t *testing.T) {
 		{[]string{"--cluster-id", cid, props, "--config", props + ".other"}, "two properties files"},
 		{[]string{"--cluster-id", cid, filepath.Join(root, "none.properties")}, "cannot open config"},
 		{[]string{"--cluster-id", cid, "--override", "controller.quorum.voters=1@h:1", props}, "controller"},
-		{[]string{"--standalone", "--cluster-id", cid, props}, "flag provided but not defined"},
+		{[]string{"--initial-controllers", "1@h:1:" + cid, "--cluster-id", cid, props}, "flag provided but not defined"},
 	} {
 		if out, err := format(c.args...); err == nil || !strings.Contains(err.Error(), c.bad) {
 			t.Errorf("format %q: %v, want an error containing %q\n%s", c.args, err, c.bad, out)
 		}
+	}
+}
+
+// TestFormatQuorumFlags: Kafka's rules for --standalone and
+// --no-initial-controllers, so that Kafka 4's quickstart line
+// (format --standalone -t <id> -c server.properties) runs.
+func TestFormatQuorumFlags(t *testing.T) {
+	const cid = "MkU3OEVBNTcwNTJENDM2Qg"
+	dynamic := []string{"process.roles=broker,controller", "controller.quorum.bootstrap.servers=127.0.0.1:9093",
+		"listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "controller.listener.names=CONTROLLER"}
+	for _, c := range []struct {
+		name  string
+		extra []string
+		args  []string
+		bad   string
+	}{
+		{name: "kafka 4 quickstart", extra: dynamic, args: []string{"--standalone"}},
+		{name: "short flags", extra: dynamic, args: []string{"-s"}},
+		{name: "joining controller", extra: dynamic, args: []string{"--no-initial-controllers"}},
+		{name: "dynamic controller without a flag", extra: dynamic, bad: "give --standalone"},
+		{name: "both flags", extra: dynamic, args: []string{"-s", "-N"}, bad: "exclude each other"},
+		{name: "static voters", extra: []string{"controller.quorum.voters=3@127.0.0.1:9093", "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+			"controller.listener.names=CONTROLLER"}, args: []string{"--standalone"}, bad: "remove controller.quorum.voters"},
+		{name: "static voters without a flag", extra: []string{"controller.quorum.voters=3@127.0.0.1:9093", "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+			"controller.listener.names=CONTROLLER"}},
+		{name: "broker-only", extra: []string{"process.roles=broker", "controller.quorum.bootstrap.servers=127.0.0.1:9093", "controller.listener.names=CONTROLLER"},
+			args: []string{"--standalone"}, bad: "controller role"},
+		{name: "one-voter node without flags", extra: nil},
+		{name: "one-voter node standalone", extra: nil, args: []string{"--standalone"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			props := writeProps(t, dir, c.extra...)
+			var out bytes.Buffer
+			err := dispatch(append([]string{"format", "-t", cid, "-c", props}, c.args...), &out, &out)
+			if c.bad != "" {
+				if err == nil || !strings.Contains(err.Error(), c.bad) {
+					t.Fatalf("got %v, want an error containing %q\n%s", err, c.bad, out.String())
+				}
+				if _, err := nvme.ReadMetaProperties(dir); err == nil {
+					t.Fatal("a refused format wrote meta.properties")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out.String())
+			}
+			if m, err := nvme.ReadMetaProperties(dir); err != nil || m.ClusterID != cid || m.NodeID != 3 {
+				t.Fatalf("meta.properties %+v, %v", m, err)
+			}
+		})
 	}
 }

@@ -94,7 +94,8 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 // usage is the first lines of --help.
 const usage = `usage: ringbroker <server.properties> [--override key=value ...] [--print-topology]
        ringbroker random-uuid
-       ringbroker format --cluster-id <id> [--ignore-formatted] [--override key=value ...] <server.properties>
+       ringbroker format --cluster-id <id> [--ignore-formatted] [--standalone | --no-initial-controllers]
+                         [--override key=value ...] <server.properties>
        ringbroker --version
 
 A node with controller.quorum.voters set starts only on log directories
