@@ -42,10 +42,10 @@ func (b *Broker) loadOrWriteMetaProperties() error {
 		return fmt.Errorf("cannot start: %w", err)
 	}
 	if empty := md.Empty(); len(empty) > 0 && len(md.Props) == 0 && b.cfg.Cluster.QuorumConfigured() {
-		return fmt.Errorf("cannot start: log directory %q is not formatted (%w), and a node with controller.quorum.voters or "+
+		return fmt.Errorf("cannot start: %w: %q has no meta.properties, and a node with controller.quorum.voters or "+
 			"controller.quorum.bootstrap.servers set never formats itself, so that a wiped disk does not found a new cluster: "+
 			"run `ringbroker format --cluster-id <id> <server.properties>` first, with the cluster's id (a new cluster's from `ringbroker random-uuid`)",
-			empty[0], ErrNotFormatted)
+			ErrNotFormatted, empty[0])
 	}
 	clusterID := md.ClusterID()
 	if clusterID == "" {

@@ -3,7 +3,7 @@
 //	ringbroker config/server.properties [--override key=value ...]
 //	ringbroker config/server.properties --print-topology
 //	ringbroker random-uuid
-//	ringbroker format --cluster-id <id> [--ignore-formatted] config/server.properties
+//	ringbroker format --cluster-id <id> [--ignore-formatted] [--standalone] config/server.properties
 //	ringbroker --version
 //
 // As Kafka's kafka-server-start.sh, it takes a server.properties file and any
@@ -153,18 +153,18 @@ func run(args []string, stdout, stderr io.Writer) error {
 		_, err = fmt.Fprint(stdout, out)
 		return err
 	}
-	if cfg.Cluster.QuorumConfigured() {
-		// Parsed and checked (the node must be formatted), not run yet:
-		// the Raft quorum is later work of issue 40.
-		logger.Warn("controller.quorum.voters/bootstrap.servers are set, but the controller quorum is not wired yet: this node runs as a one-node cluster",
-			"controller.quorum.voters", len(cfg.Cluster.Voters), "controller.quorum.bootstrap.servers", len(cfg.Cluster.BootstrapServers))
-	}
 	b, err := appliance.New(cfg, logger)
 	if err != nil {
 		return err
 	}
 	if err := b.Start(); err != nil {
 		return err
+	}
+	if cfg.Cluster.QuorumConfigured() {
+		// Parsed and checked (the node had to be formatted), not run yet:
+		// the Raft quorum is later work of issue 40.
+		logger.Warn("controller.quorum.voters or controller.quorum.bootstrap.servers is set, but the controller quorum is not wired yet: this node runs as a one-node cluster",
+			"controller.quorum.voters", len(cfg.Cluster.Voters), "controller.quorum.bootstrap.servers", len(cfg.Cluster.BootstrapServers))
 	}
 	if err := sdNotify("READY=1\nSTATUS=serving Kafka on " + b.Addr().String()); err != nil {
 		logger.Warn("sd_notify READY failed", "err", err)
