@@ -139,6 +139,12 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.Cluster.ControllerOnly() {
+		// Parsed and validated (config.ParseCluster), not served yet: a
+		// Broker is a broker, and the standalone controller is later work
+		// of issue 40.
+		return nil, fmt.Errorf("cannot start a controller-only node (process.roles=controller): not implemented yet; use process.roles=broker,controller")
+	}
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -190,6 +196,7 @@ func (b *Broker) Start() (err error) {
 		}
 	}
 	if err := b.loadOrWriteMetaProperties(); err != nil {
+		b.unlockLogDir()
 		return err
 	}
 	b.probeStorage()

@@ -1,12 +1,9 @@
 package appliance
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/ringbroker/ringbroker/nvme"
@@ -19,36 +16,57 @@ type tpName struct {
 	p     int32
 }
 
+// ErrNotFormatted is wrapped by Start's error when the node is configured
+// to join a controller quorum (controller.quorum.voters or
+// controller.quorum.bootstrap.servers) and its log directory has no
+// meta.properties: such a node must be formatted with `ringbroker format`
+// first, so that a wiped disk never founds a new cluster of its own.
+var ErrNotFormatted = nvme.ErrNotFormatted
+
 // loadOrWriteMetaProperties reads <log.dirs>/meta.properties (Kafka's
-// format: version, cluster.id, node.id) or writes it on first start. A
-// node.id that differs from the config is refused, as Kafka does.
+// format: version, cluster.id, node.id, directory.id; nvme.MetaDirs) and
+// checks it against the config: a node.id or cluster.id that differs is
+// refused, as Kafka does. An unformatted directory is formatted here, as
+// ringbroker always did, unless the node is configured to join a quorum:
+// then it is refused (ErrNotFormatted). A file without directory.id (written
+// by an older ringbroker) gets one, as Kafka 3.7 and later add it at start:
+// the id is what KIP-858 assigns partitions to directories by, and Kafka's
+// own tools expect it.
 func (b *Broker) loadOrWriteMetaProperties() error {
-	path := filepath.Join(b.cfg.LogDir, "meta.properties")
-	f, err := os.Open(path)
-	if err == nil {
-		defer f.Close()
-		props, err := ParseProperties(f)
+	md, err := nvme.LoadMetaDirs([]string{b.cfg.LogDir})
+	if err != nil {
+		return fmt.Errorf("cannot start: %w", err)
+	}
+	nodeID := b.cfg.NodeID
+	if err := md.Verify(b.cfg.ClusterID, nodeID); err != nil {
+		return fmt.Errorf("cannot start: %w", err)
+	}
+	if empty := md.Empty(); len(empty) > 0 && len(md.Props) == 0 && b.cfg.Cluster.QuorumConfigured() {
+		return fmt.Errorf("cannot start: %w: %q has no meta.properties, and a node with controller.quorum.voters or "+
+			"controller.quorum.bootstrap.servers set never formats itself, so that a wiped disk does not found a new cluster: "+
+			"run `ringbroker format --cluster-id <id> <server.properties>` first, with the cluster's id (a new cluster's from `ringbroker random-uuid`)",
+			ErrNotFormatted, empty[0])
+	}
+	clusterID := md.ClusterID()
+	if clusterID == "" {
+		clusterID = b.cfg.ClusterID
+	}
+	if clusterID == "" {
+		id, err := nvme.RandomUUID()
 		if err != nil {
-			return fmt.Errorf("cannot read %q: %w", path, err)
+			return fmt.Errorf("cannot start: %w", err)
 		}
-		if id := props["node.id"]; id != "" && id != strconv.Itoa(int(b.cfg.NodeID)) {
-			return fmt.Errorf("cannot start: %q has node.id=%s but the config has node.id=%d", path, id, b.cfg.NodeID)
-		}
-		if b.cfg.ClusterID == "" {
-			b.cfg.ClusterID = props["cluster.id"]
-		}
-		return nil
+		clusterID = id.String()
 	}
-	if !os.IsNotExist(err) {
-		return fmt.Errorf("cannot open %q: %w", path, err)
+	wrote, err := md.Complete(clusterID, nodeID)
+	if err != nil {
+		return fmt.Errorf("cannot start: %w", err)
 	}
-	if b.cfg.ClusterID == "" {
-		var id [16]byte
-		_, _ = rand.Read(id[:])
-		b.cfg.ClusterID = base64.RawURLEncoding.EncodeToString(id[:])
+	for _, d := range wrote {
+		b.log.Info("wrote meta.properties", "dir", d, "cluster.id", clusterID, "node.id", nodeID, "directory.id", md.Props[d].DirectoryID.String())
 	}
-	body := fmt.Sprintf("#\n#ringbroker\nversion=1\ncluster.id=%s\nnode.id=%d\n", b.cfg.ClusterID, b.cfg.NodeID)
-	return nvme.WriteFileAtomic(path, []byte(body))
+	b.cfg.ClusterID = clusterID
+	return nil
 }
 
 const logStartCheckpoint = "log-start-offset-checkpoint"

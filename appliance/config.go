@@ -6,6 +6,7 @@ import (
 	"net"
 	"reflect"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -23,12 +24,16 @@ func ParseProperties(r io.Reader) (map[string]string, error) { return config.Par
 // Config is the broker configuration: Kafka's property names and defaults,
 // plus ringbroker's own knobs (io.engine, log.io.mode, shards).
 type Config struct {
-	NodeID                   int32
-	ClusterID                string
-	ListenAddr               string // host:port of the first listener (Listeners[0].Addr)
-	AdvertisedHost           string // Listeners[0].AdvertisedHost
-	AdvertisedPort           int32  // Listeners[0].AdvertisedPort
-	LogDir                   string // first entry of log.dirs
+	NodeID         int32
+	ClusterID      string
+	ListenAddr     string // host:port of the first listener (Listeners[0].Addr)
+	AdvertisedHost string // Listeners[0].AdvertisedHost
+	AdvertisedPort int32  // Listeners[0].AdvertisedPort
+	LogDir         string // first entry of log.dirs, where the broker keeps its data
+	// LogDirs is every entry of log.dirs (log.dir when log.dirs is empty),
+	// in order; LogDirs[0] is LogDir. `ringbroker format` writes
+	// meta.properties into each.
+	LogDirs                  []string
 	NumPartitions            int32
 	DefaultReplicationFactor int16
 	AutoCreateTopics         bool
@@ -83,6 +88,12 @@ type Config struct {
 	// in listeners order. Empty in a Config built by hand: Validate makes
 	// one PLAINTEXT listener of ListenAddr and the advertised host and port.
 	Listeners []Listener
+
+	// Cluster is the cluster section (config.ParseCluster): process.roles,
+	// the controller quorum, controller listeners, broker.rack and the
+	// membership timeouts. A Config without any of its keys is a combined
+	// one-voter node, as ringbroker always ran.
+	Cluster config.Cluster
 
 	// Group is the group coordinator's configuration
 	// (group.ConfigFromProps: offsets.topic.*, group.*).
@@ -286,12 +297,23 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 		dirs = v
 	}
 	c.LogDir = strings.TrimSpace(strings.Split(dirs, ",")[0])
+	for _, d := range strings.Split(dirs, ",") {
+		if d = strings.TrimSpace(d); d != "" && !slices.Contains(c.LogDirs, d) {
+			c.LogDirs = append(c.LogDirs, d)
+		}
+	}
 
 	if c.Listeners, err = config.ParseListeners(props, get); err != nil {
 		return Config{}, err
 	}
-	first := c.Listeners[0]
-	c.ListenAddr, c.AdvertisedHost, c.AdvertisedPort = first.Addr, first.AdvertisedHost, first.AdvertisedPort
+	if c.Cluster, err = config.ParseCluster(props, get, c.NodeID); err != nil {
+		return Config{}, err
+	}
+	if len(c.Listeners) > 0 {
+		// A controller-only node has no client listener.
+		first := c.Listeners[0]
+		c.ListenAddr, c.AdvertisedHost, c.AdvertisedPort = first.Addr, first.AdvertisedHost, first.AdvertisedPort
+	}
 
 	// Topic defaults from broker properties, with Kafka's hours/minutes forms.
 	if c.TopicDefaults, err = config.TopicDefaults(props); err != nil {
@@ -442,7 +464,7 @@ func (c *Config) Validate() error {
 		c.Shards = runtime.NumCPU()
 	}
 	c.defaultSections()
-	if len(c.Listeners) == 0 {
+	if len(c.Listeners) == 0 && !c.Cluster.ControllerOnly() {
 		if c.ListenAddr == "" {
 			return fmt.Errorf("listeners must not be empty")
 		}

@@ -216,6 +216,9 @@ func TestServerPropertiesKeysKnown(t *testing.T) {
 // not broker properties.
 var notConfigKeys = map[string]string{
 	"meta.properties":         "a file in log.dirs",
+	"directory.id":            "a key of meta.properties (nvme.MetaProperties)",
+	"vcs.revision":            "a build setting of runtime/debug.BuildInfo",
+	"vcs.modified":            "a build setting of runtime/debug.BuildInfo",
 	"io.max.bytes.per.second": "a log attribute of the cleaner's start line",
 	"jaas.config":             "the suffix sensitiveBrokerProp hides",
 }

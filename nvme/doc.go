@@ -30,7 +30,10 @@
 // (log compaction: Log.PrepareClean and Log.CommitClean on the owner shard,
 // the swap protocol; CleanJob.Run, the pass that runs off the shard; the
 // compressor that recompresses; TokenBucket, the I/O token bucket;
-// Log.completeSwaps, finishing a swap at Open), and Log.TruncateTo.
+// Log.completeSwaps, finishing a swap at Open), Log.TruncateTo, and the
+// node's identity in each log directory: meta.properties (MetaProperties,
+// MetaDirs, which `ringbroker format` and the broker's start share) with
+// Kafka's UUIDs (UUID, RandomUUID, RandomDirectoryID).
 //
 // Truncation: Log.TruncateTo(offset) removes the records at and above
 // offset as Kafka's UnifiedLog.truncateTo does (replication calls it with

@@ -2,8 +2,11 @@
 // concept package: the Java properties parser (ParseProperties), the
 // registry of known broker properties with the suggestion of the closest
 // known name for a misspelt one (Keys, UnknownKeys), Kafka's broker-level
-// defaults (BrokerDefaults), and the topic configs with their defaults,
-// validation and typed form (TopicDefs, ValidateTopic, Topic).
+// defaults (BrokerDefaults), the listeners (ParseListeners), the cluster
+// section with Kafka's KRaft names and rules (ParseCluster: process.roles,
+// controller.quorum.voters, controller listeners, broker.rack, membership
+// timeouts), and the topic configs with their defaults, validation and
+// typed form (TopicDefs, ValidateTopic, Topic).
 //
 // It imports no concept package and not appliance: concept packages may
 // import it to parse their own sections, and appliance assembles the typed

@@ -54,6 +54,20 @@ var configKeys = []Key{
 	{Name: "log.dir", Type: "string", Doc: "data directory when log.dirs is empty"},
 	{Name: "config.strict", Type: "boolean", Default: "false", Doc: "refuse to start when a property is unknown, instead of a warning per key"},
 
+	// Roles, the controller quorum and broker membership (ParseCluster).
+	// With none set a node is broker and controller of a one-voter quorum
+	// of itself and formats its log directory on first start.
+	{Name: "process.roles", Type: "list", Doc: "KRaft roles, broker and/or controller; unset is both (a combined node)"},
+	{Name: "controller.quorum.voters", Type: "list", Doc: "the controller quorum, id@host:port,...; when set the node needs ringbroker format before its first start"},
+	{Name: "controller.quorum.bootstrap.servers", Type: "list", Doc: "host:port of controllers to discover the quorum from (KIP-853); when set the node needs ringbroker format"},
+	{Name: "controller.listener.names", Type: "list", Doc: "listeners of listeners that carry quorum traffic; not advertised to clients"},
+	{Name: "inter.broker.listener.name", Type: "string", Doc: "listener brokers reach each other on; defaults to the first client listener"},
+	{Name: "broker.rack", Type: "string", Doc: "the broker's rack, for rack-aware replica placement"},
+	{Name: "controller.quorum.election.timeout.ms", Type: "int", Default: "1000", Doc: "longest wait for a leader's fetch before a voter starts an election"},
+	{Name: "controller.quorum.fetch.timeout.ms", Type: "int", Default: "2000", Doc: "longest wait for a voter's fetch before the leader resigns or a voter starts an election"},
+	{Name: "broker.heartbeat.interval.ms", Type: "int", Default: "2000", Doc: "time between a broker's heartbeats to the controller"},
+	{Name: "broker.session.timeout.ms", Type: "int", Default: "9000", Doc: "a broker without a heartbeat for this long is fenced"},
+
 	// Network and listeners.
 	{Name: "listeners", Type: "string", Default: "PLAINTEXT://127.0.0.1:9092", Doc: "NAME://host:port listeners, each bound on every shard"},
 	{Name: "advertised.listeners", Type: "string", Doc: "what clients are told to connect to, per listener name; defaults to listeners"},
@@ -140,17 +154,12 @@ var configKeys = []Key{
 	{Name: "log.io.preallocate.chunk.bytes", Type: "long", Default: "16777216", Doc: "how far ahead of its data direct mode fallocates the active segment"},
 	{Name: "log.io.preallocate.zero", Type: "boolean", Default: "true", Doc: "write zeros over fallocated chunks ahead of the data"},
 
-	// Kafka properties accepted and ignored: a one-node broker has no
-	// controller quorum, inter-broker listener, replica fetchers or thread
-	// pools to size. They appear in Kafka's own server.properties files.
-	{Name: "process.roles", Type: "list", Ignored: true, Doc: "KRaft roles; a node is always broker and controller"},
-	{Name: "controller.quorum.voters", Type: "list", Ignored: true, Doc: "KRaft voters; a node is a one-voter quorum"},
-	{Name: "controller.quorum.bootstrap.servers", Type: "list", Ignored: true, Doc: "KRaft bootstrap; a node is a one-voter quorum"},
-	{Name: "controller.listener.names", Type: "list", Ignored: true, Doc: "KRaft controller listeners; there is no controller listener"},
-	{Name: "inter.broker.listener.name", Type: "string", Ignored: true, Doc: "no inter-broker traffic"},
-	{Name: "security.inter.broker.protocol", Type: "string", Ignored: true, Doc: "no inter-broker traffic"},
+	// Kafka properties accepted and ignored: no replica fetchers or thread
+	// pools to size, no inter-broker SASL yet. They appear in Kafka's own
+	// server.properties files.
+	{Name: "security.inter.broker.protocol", Type: "string", Ignored: true, Doc: "inter.broker.listener.name picks the inter-broker listener"},
 	{Name: "sasl.mechanism.inter.broker.protocol", Type: "string", Ignored: true, Doc: "no inter-broker traffic"},
-	{Name: "sasl.mechanism.controller.protocol", Type: "string", Ignored: true, Doc: "no controller listener"},
+	{Name: "sasl.mechanism.controller.protocol", Type: "string", Ignored: true, Doc: "no SASL on the controller listener yet"},
 	{Name: "num.network.threads", Type: "int", Ignored: true, Doc: "shards replace Kafka's thread pools"},
 	{Name: "num.io.threads", Type: "int", Ignored: true, Doc: "shards replace Kafka's thread pools"},
 	{Name: "num.replica.fetchers", Type: "int", Ignored: true, Doc: "no replication yet"},
@@ -163,7 +172,6 @@ var configKeys = []Key{
 	{Name: "share.coordinator.state.topic.min.isr", Type: "short", Ignored: true, Doc: "one node: no ISR"},
 	{Name: "zookeeper.connect", Type: "string", Ignored: true, Doc: "no ZooKeeper"},
 	{Name: "zookeeper.connection.timeout.ms", Type: "int", Ignored: true, Doc: "no ZooKeeper"},
-	{Name: "broker.rack", Type: "string", Ignored: true, Doc: "one node: no racks"},
 }
 
 // Family is a family of keys that share a prefix and a variable part,

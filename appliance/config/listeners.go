@@ -18,6 +18,7 @@ package config
 import (
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -143,22 +144,54 @@ func parseEndpoints(key, s string) ([]endpoint, error) {
 	return out, nil
 }
 
-// ParseListeners builds the listeners from the properties (get applies
-// the defaults). Errors name the property at fault.
+// ParseListeners builds the client listeners from the properties (get
+// applies the defaults): every entry of listeners except the controller
+// listeners that controller.listener.names names, which are the quorum's
+// (ParseCluster) and are never advertised to clients. Errors name the
+// property at fault.
 func ParseListeners(props map[string]string, get func(string) string) ([]Listener, error) {
+	client, _, err := parseListenerSet(props, get)
+	return client, err
+}
+
+// parseListenerSet parses listeners, advertised.listeners and the security
+// protocol map, and splits the listeners into client listeners and
+// controller listeners (those controller.listener.names names), each in
+// listeners order.
+//
+// When listener.security.protocol.map is not set, a controller listener
+// name it lacks maps to PLAINTEXT, as Kafka's KRaft mode does, unless a
+// listener name is SSL, SASL_PLAINTEXT or SASL_SSL: then each controller
+// listener needs an explicit mapping.
+func parseListenerSet(props map[string]string, get func(string) string) (client, controller []Listener, err error) {
 	pmap, err := parseSecurityProtocolMap(get("listener.security.protocol.map"))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	eps, err := parseEndpoints("listeners", get("listeners"))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	ctlNames := controllerListenerNames(props)
+	if _, explicit := props["listener.security.protocol.map"]; !explicit && len(ctlNames) > 0 {
+		secure := false
+		for _, ep := range eps {
+			secure = secure || ep.name == ProtoSSL || ep.name == ProtoSaslPlaintext || ep.name == ProtoSaslSSL
+		}
+		for _, n := range ctlNames {
+			secure = secure || n == ProtoSSL || n == ProtoSaslPlaintext || n == ProtoSaslSSL
+		}
+		for _, n := range ctlNames {
+			if _, ok := pmap[n]; !ok && !secure {
+				pmap[n] = ProtoPlaintext
+			}
+		}
 	}
 	adv := map[string]endpoint{}
 	if s := strings.TrimSpace(props["advertised.listeners"]); s != "" {
 		aeps, err := parseEndpoints("advertised.listeners", s)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, a := range aeps {
 			adv[a.name] = a
@@ -168,11 +201,15 @@ func ParseListeners(props map[string]string, get func(string) string) ([]Listene
 	for _, ep := range eps {
 		proto, ok := pmap[ep.name]
 		if !ok {
-			return nil, fmt.Errorf("listener %s is not in listener.security.protocol.map (%s)", ep.name, get("listener.security.protocol.map"))
+			if slices.Contains(ctlNames, ep.name) {
+				return nil, nil, fmt.Errorf("controller listener %s (controller.listener.names) is not in listener.security.protocol.map (%s): "+
+					"an explicit mapping for each controller listener is needed when the map is set or SSL or SASL listeners are used", ep.name, get("listener.security.protocol.map"))
+			}
+			return nil, nil, fmt.Errorf("listener %s is not in listener.security.protocol.map (%s)", ep.name, get("listener.security.protocol.map"))
 		}
 		switch proto {
 		case ProtoSSL, ProtoSaslSSL:
-			return nil, fmt.Errorf("listener %s uses security protocol %s: TLS is not implemented, use PLAINTEXT or SASL_PLAINTEXT", ep.name, proto)
+			return nil, nil, fmt.Errorf("listener %s uses security protocol %s: TLS is not implemented, use PLAINTEXT or SASL_PLAINTEXT", ep.name, proto)
 		}
 		l := Listener{Name: ep.name, Protocol: proto, Addr: net.JoinHostPort(ep.host, strconv.Itoa(ep.port))}
 		a, ok := adv[ep.name]
@@ -185,7 +222,7 @@ func ParseListeners(props map[string]string, get func(string) string) ([]Listene
 		}
 		if l.SASL() {
 			if err := l.parseSASL(props, get); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		out = append(out, l)
@@ -196,10 +233,29 @@ func ParseListeners(props map[string]string, get func(string) string) ([]Listene
 			found = found || l.Name == name
 		}
 		if !found {
-			return nil, fmt.Errorf("advertised.listeners names %s, which listeners does not", name)
+			return nil, nil, fmt.Errorf("advertised.listeners names %s, which listeners does not", name)
 		}
 	}
-	return out, nil
+	for _, l := range out {
+		if slices.Contains(ctlNames, l.Name) {
+			controller = append(controller, l)
+		} else {
+			client = append(client, l)
+		}
+	}
+	return client, controller, nil
+}
+
+// controllerListenerNames is controller.listener.names split at commas,
+// upper-cased as listener names are, blanks dropped.
+func controllerListenerNames(props map[string]string) []string {
+	var out []string
+	for _, n := range strings.Split(props["controller.listener.names"], ",") {
+		if n = strings.ToUpper(strings.TrimSpace(n)); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // parseSASL reads l's SASL mechanisms and PLAIN users.

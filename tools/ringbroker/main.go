@@ -2,21 +2,32 @@
 //
 //	ringbroker config/server.properties [--override key=value ...]
 //	ringbroker config/server.properties --print-topology
+//	ringbroker random-uuid
+//	ringbroker format --cluster-id <id> [--ignore-formatted] [--standalone] config/server.properties
+//	ringbroker --version
 //
 // As Kafka's kafka-server-start.sh, it takes a server.properties file and any
 // property as --override key=value; ringbroker's own knobs (io.engine,
 // log.io.mode, shards) are properties too. An unknown property is logged
 // as a warning with the closest known name, or refused with
 // config.strict=true. SIGTERM or SIGINT shut it down cleanly.
+//
+// random-uuid and format are kafka-storage.sh's: a node configured with
+// controller.quorum.voters (or controller.quorum.bootstrap.servers) starts
+// only on a log directory that format wrote meta.properties into; a node
+// without voters formats itself on first start.
 package main
 
 import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -39,7 +50,7 @@ func (o *overrides) Set(v string) error {
 }
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	if err := dispatch(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "ringbroker:", err)
 		os.Exit(1)
 	}
@@ -66,14 +77,41 @@ func parseArgs(fs *flag.FlagSet, args []string) (file string, err error) {
 	}
 }
 
-func run(args []string) error {
+// dispatch runs the subcommand args name (random-uuid, format), or the
+// broker.
+func dispatch(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "random-uuid":
+			return runRandomUUID(args[1:], stdout)
+		case "format":
+			return runFormat(args[1:], stdout, stderr)
+		}
+	}
+	return run(args, stdout, stderr)
+}
+
+// usage is the first lines of --help.
+const usage = `usage: ringbroker <server.properties> [--override key=value ...] [--print-topology]
+       ringbroker random-uuid
+       ringbroker format --cluster-id <id> [--ignore-formatted] [--standalone | --no-initial-controllers]
+                         [--override key=value ...] <server.properties>
+       ringbroker --version
+
+A node with controller.quorum.voters set starts only on log directories
+written by format; without voters a node formats itself on first start.
+Flags of the broker:`
+
+func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("ringbroker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	var ovs overrides
 	fs.Var(&ovs, "override", "set a property, key=value (repeatable)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	printTopo := fs.Bool("print-topology", false, "print the machine's topology and the shard placement, then exit")
+	printVersion := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: ringbroker <server.properties> [--override key=value ...]")
+		fmt.Fprintln(fs.Output(), usage)
 		fs.PrintDefaults()
 	}
 	file, err := parseArgs(fs, args)
@@ -81,6 +119,10 @@ func run(args []string) error {
 		return nil
 	}
 	if err != nil {
+		return err
+	}
+	if *printVersion {
+		_, err := fmt.Fprintln(stdout, version())
 		return err
 	}
 	if file == "" {
@@ -93,36 +135,23 @@ func run(args []string) error {
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("cannot parse -log-level: %w", err)
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	props := map[string]string{}
-	if file != "" {
-		f, err := os.Open(file)
-		if err != nil {
-			return fmt.Errorf("cannot open config: %w", err)
-		}
-		props, err = appliance.ParseProperties(f)
-		f.Close()
-		if err != nil {
-			return err
-		}
-	}
-	for _, o := range ovs {
-		k, v, _ := strings.Cut(o, "=")
-		props[strings.TrimSpace(k)] = strings.TrimSpace(v)
-	}
-	cfg, err := appliance.ConfigFromProperties(props)
+	cfg, err := loadConfig(file, ovs)
 	if err != nil {
 		return err
 	}
 	warnUnknownKeys(logger, cfg.UnknownKeys)
+	for _, w := range cfg.Cluster.Warnings {
+		logger.Warn(w)
+	}
 	if *printTopo {
 		out, err := appliance.DescribeTopology(cfg)
 		if err != nil {
 			return err
 		}
-		fmt.Print(out)
-		return nil
+		_, err = fmt.Fprint(stdout, out)
+		return err
 	}
 	b, err := appliance.New(cfg, logger)
 	if err != nil {
@@ -130,6 +159,12 @@ func run(args []string) error {
 	}
 	if err := b.Start(); err != nil {
 		return err
+	}
+	if cfg.Cluster.QuorumConfigured() {
+		// Parsed and checked (the node had to be formatted), not run yet:
+		// the Raft quorum is later work of issue 40.
+		logger.Warn("controller.quorum.voters or controller.quorum.bootstrap.servers is set, but the controller quorum is not wired yet: this node runs as a one-node cluster",
+			"controller.quorum.voters", len(cfg.Cluster.Voters), "controller.quorum.bootstrap.servers", len(cfg.Cluster.BootstrapServers))
 	}
 	if err := sdNotify("READY=1\nSTATUS=serving Kafka on " + b.Addr().String()); err != nil {
 		logger.Warn("sd_notify READY failed", "err", err)
@@ -162,4 +197,35 @@ func warnUnknownKeys(logger *slog.Logger, unknown []appliance.UnknownConfigKey) 
 		}
 		logger.Warn("ignoring unknown configuration key", "key", u.Key, "suggestion", u.Suggestion)
 	}
+}
+
+// version is the module version, VCS revision and Go version the binary
+// was built with (runtime/debug.ReadBuildInfo), "ringbroker (devel)" when
+// the build recorded none.
+func version() string {
+	v, rev, dirty := "(devel)", "", false
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			v = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+	}
+	out := "ringbroker " + v
+	if rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		if dirty {
+			rev += "-dirty"
+		}
+		out += " " + rev
+	}
+	return out + " " + runtime.Version()
 }
