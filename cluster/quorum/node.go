@@ -127,8 +127,8 @@ type Node struct {
 	// latest snapshot, and Raft ignores one whose configuration lacks
 	// the node.
 	confChanged bool
-	lastContact   map[uint64]time.Time
-	caughtUp      map[uint64]time.Time
+	lastContact map[uint64]time.Time
+	caughtUp    map[uint64]time.Time
 }
 
 type proposal struct {
