@@ -288,8 +288,8 @@ func (n *Node) Step(m *raftpb.Message) { handler{n}.Step(m) }
 // ID returns the node's id.
 func (n *Node) ID() uint64 { return n.cfg.ID }
 
-// Leader returns the leader this node knows of (0: none) and the
-// current term (Kafka's leader epoch).
+// Leader returns the leader this node knows of (0: none, and once
+// stopped) and the current term (Kafka's leader epoch).
 func (n *Node) Leader() (id, term uint64) { return n.leader.Load(), n.term.Load() }
 
 // Applied returns the index of the last entry applied to the
@@ -438,6 +438,7 @@ func (n *Node) fail(err error) {
 func (n *Node) loop() {
 	defer close(n.done)
 	defer func() {
+		n.leader.Store(0)
 		reason := n.Err()
 		if reason == nil {
 			reason = ErrStopped
