@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -219,5 +221,105 @@ func TestTCPQuorum(t *testing.T) {
 	}
 	if st := trans[lead].Stats(); st.Sent == 0 || st.Received == 0 || st.Dials < 2 {
 		t.Fatalf("leader transport stats %+v", st)
+	}
+}
+
+// recordingHandler counts what a transport hands it.
+type recordingHandler struct {
+	mu          sync.Mutex
+	steps       []*raftpb.Message
+	unreachable map[uint64]int
+}
+
+func (h *recordingHandler) Step(m *raftpb.Message) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.steps = append(h.steps, m)
+}
+
+func (h *recordingHandler) ReportUnreachable(id uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.unreachable[id]++
+}
+
+func (h *recordingHandler) counts() (int, int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, c := range h.unreachable {
+		n += c
+	}
+	return len(h.steps), n
+}
+
+// TestTCPQueueDropsWhenFull: messages to a peer that cannot be reached
+// fill its bounded queue; the rest are dropped and the peer reported.
+func TestTCPQueueDropsWhenFull(t *testing.T) {
+	// An address nothing listens on: a listener closed at once.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	tr, err := NewTCPTransport(TCPConfig{ID: 1, Listen: "127.0.0.1:0", Peers: []Voter{{2, dead}}, QueueSize: 2, MinBackoff: time.Hour}, discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	h := &recordingHandler{unreachable: map[uint64]int{}}
+	if err := tr.Start(h); err != nil {
+		t.Fatal(err)
+	}
+	var msgs []*raftpb.Message
+	for range 10 {
+		msgs = append(msgs, &raftpb.Message{Type: raftpb.MsgHeartbeat.Enum(), To: new(uint64(2)), From: new(uint64(1))})
+	}
+	msgs = append(msgs, &raftpb.Message{Type: raftpb.MsgHeartbeat.Enum(), To: new(uint64(9))})
+	tr.Send(msgs)
+	// The writer may have taken one message off the queue to send.
+	if st := tr.Stats(); st.Dropped < 8 {
+		t.Fatalf("stats %+v: want at least 8 dropped", st)
+	}
+	if !wait.Until(10*time.Second, func() bool { _, u := h.counts(); return u >= 7 }) {
+		t.Fatalf("unreachable reports: %v", h.unreachable)
+	}
+}
+
+// TestTCPBadFrameClosesConnection: a peer that sends a frame over the
+// limit, or bytes that are no message, is cut off; good frames before
+// it are delivered.
+func TestTCPBadFrameClosesConnection(t *testing.T) {
+	tr, err := NewTCPTransport(TCPConfig{ID: 1, Listen: "127.0.0.1:0", MaxFrame: 1 << 10}, discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	h := &recordingHandler{unreachable: map[uint64]int{}}
+	if err := tr.Start(h); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range [][]byte{{0, 0, 0x10, 0}, {0, 0, 0, 2, 0xff, 0xff}} {
+		conn, err := net.Dial("tcp", tr.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		good, err := appendFrame(nil, &raftpb.Message{Type: raftpb.MsgHeartbeat.Enum(), To: new(uint64(1)), From: new(uint64(2))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, _ := h.counts()
+		if _, err := conn.Write(append(good, bad...)); err != nil {
+			t.Fatal(err)
+		}
+		if !wait.Until(10*time.Second, func() bool { s, _ := h.counts(); return s == before+1 }) {
+			t.Fatal("the good frame was not delivered")
+		}
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := conn.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+			t.Fatalf("after bad frame %x: read %v, want EOF (closed by the transport)", bad, err)
+		}
+		conn.Close()
 	}
 }
