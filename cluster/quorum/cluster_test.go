@@ -21,7 +21,8 @@ type testApp struct {
 	mu       sync.Mutex
 	payloads []string
 	index    uint64
-	restores int
+	// restored is the index of the latest snapshot restored.
+	restored uint64
 }
 
 func (a *testApp) Apply(c Committed) error {
@@ -59,7 +60,7 @@ func (a *testApp) Restore(snap []byte, index, _ uint64) error {
 		snap = snap[k+int(n):]
 	}
 	a.payloads, a.index = ps, index
-	a.restores++
+	a.restored = index
 	return nil
 }
 
