@@ -72,7 +72,7 @@ func (a *testApp) seq() []string {
 
 // testCluster is a quorum of in-process nodes on a Hub behind Faults.
 type testCluster struct {
-	t      *testing.T
+	t      testing.TB
 	cfg    Config
 	ids    []uint64
 	hub    *Hub
@@ -92,7 +92,7 @@ func testConfig() Config {
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func newCluster(t *testing.T, n int, disk bool, tweak func(*Config)) *testCluster {
+func newCluster(t testing.TB, n int, disk bool, tweak func(*Config)) *testCluster {
 	t.Helper()
 	c := &testCluster{
 		t: t, cfg: testConfig(), hub: NewHub(), faults: NewFaults(1),

@@ -54,6 +54,16 @@ func ParseVoters(s string) ([]Voter, error) {
 	return out, nil
 }
 
+// VoterIDs returns the ids of voters, in order (Config.Voters from
+// ParseVoters' result).
+func VoterIDs(voters []Voter) []uint64 {
+	ids := make([]uint64, len(voters))
+	for i, v := range voters {
+		ids[i] = v.ID
+	}
+	return ids
+}
+
 // Config configures a Node. Durations are wall-clock; the Raft state
 // machine counts them in ticks of TickInterval.
 type Config struct {

@@ -26,6 +26,9 @@ func TestParseVoters(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("ParseVoters: %v, want %v", got, want)
 	}
+	if ids := VoterIDs(got); !slices.Equal(ids, []uint64{1, 2, 3}) {
+		t.Fatalf("VoterIDs: %v", ids)
+	}
 	if v, err := ParseVoters(""); err != nil || v != nil {
 		t.Fatalf("empty: %v, %v", v, err)
 	}
