@@ -35,10 +35,11 @@
 // Goroutines and locks: a Node's loop owns the RawNode, the Storage's
 // writes and the Application; other goroutines reach them through
 // channels (Propose, Status, Campaign...). Node.mu guards only its
-// failure; DiskStorage has one mutex around its state; Faults one
-// around its links; TCPTransport one per peer queue and one for its
-// peer table, never held together. Lock order, where two are taken:
-// TCPTransport.mu before a peer's mu.
+// failure; DiskStorage, Faults, Hub and TCPTransport each have one mutex
+// around their own state. No lock is held while another is taken or
+// while a Handler is called, so there is no lock order to keep.
+// TCPTransport runs a writer goroutine per peer and a reader per
+// accepted connection; Faults runs a timer per delayed message.
 //
 // It imports no other ringbroker package; appliance wires it.
 package quorum

@@ -245,8 +245,9 @@ func (t *TCPTransport) runPeer(p *tcpPeer) {
 
 // Send implements Transport; it never blocks.
 func (t *TCPTransport) Send(msgs []*raftpb.Message) {
+	var full []uint64
 	t.mu.Lock()
-	defer t.mu.Unlock()
+	h := t.handler
 	for _, m := range msgs {
 		p := t.peers[m.GetTo()]
 		if p == nil || p.queue == nil {
@@ -257,9 +258,13 @@ func (t *TCPTransport) Send(msgs []*raftpb.Message) {
 		case p.queue <- m:
 		default:
 			t.dropped.Add(1)
-			if t.handler != nil {
-				t.handler.ReportUnreachable(p.id)
-			}
+			full = append(full, p.id)
+		}
+	}
+	t.mu.Unlock()
+	if h != nil {
+		for _, id := range full {
+			h.ReportUnreachable(id)
 		}
 	}
 }
