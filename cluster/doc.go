@@ -4,5 +4,6 @@
 // ioring and numa, never appliance or tiering: it declares the small
 // interfaces it needs (a partition log, a metadata sink) and appliance
 // satisfies them. Today a node is a one-voter quorum whose metadata log is
-// appended locally by appliance.
+// appended locally by appliance; the quorum itself (a Raft driver, its
+// disk storage and its transports) is in cluster/quorum, not yet wired.
 package cluster
