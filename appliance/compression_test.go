@@ -284,3 +284,75 @@ func TestApiVersionsUnsupportedThenRetry(t *testing.T) {
 		}
 	}
 }
+
+// TestProduceRecordErrors: a batch that a record-level rule refuses answers
+// INVALID_RECORD with RecordErrors naming each refused record by its index
+// in the batch, and an ErrorMessage (Produce v8+, KIP-467), compressed or
+// not; nothing of it is stored.
+func TestProduceRecordErrors(t *testing.T) {
+	_, k := startCompressionBroker(t, map[string]map[string]string{"compacted": {"cleanup.policy": "compact"}})
+	keyless := func(codec int) []byte {
+		recs := testRecords(4)
+		recs[0].Key, recs[2].Key = nil, nil
+		plain := nvme.AppendBatch(nil, time.Now().UnixMilli(), 0, -1, -1, -1, recs)
+		if codec == nvme.CompressionNone {
+			return plain
+		}
+		out := append([]byte(nil), plain[:nvme.BatchHeaderSize]...)
+		out = append(out, compressWith(t, codec, plain[nvme.BatchHeaderSize:])...)
+		binary.BigEndian.PutUint16(out[21:], uint16(codec))
+		binary.BigEndian.PutUint32(out[8:], uint32(len(out)-12))
+		binary.BigEndian.PutUint32(out[17:], nvme.CRC32C(out[21:]))
+		return out
+	}
+	// The third record's offset delta is 7 instead of 2.
+	misnumbered := nvme.AppendBatch(nil, time.Now().UnixMilli(), 0, -1, -1, -1, testRecords(4))
+	pos := nvme.BatchHeaderSize
+	for i := 0; i < 2; i++ {
+		l, n := binary.Varint(misnumbered[pos:])
+		pos += n + int(l)
+	}
+	_, n := binary.Varint(misnumbered[pos:])
+	// length varint, attributes, timestampDelta (0: one byte), offsetDelta.
+	if misnumbered[pos+n+2] != 4 { // zigzag(2)
+		t.Fatalf("unexpected record layout: %x", misnumbered[pos:pos+n+3])
+	}
+	misnumbered[pos+n+2] = 14 // zigzag(7)
+	binary.BigEndian.PutUint32(misnumbered[17:], nvme.CRC32C(misnumbered[21:]))
+
+	for _, c := range []struct {
+		name    string
+		records []byte
+		want    []int32
+	}{
+		{"keyless records, uncompressed", keyless(nvme.CompressionNone), []int32{0, 2}},
+		{"keyless records, gzip", keyless(nvme.CompressionGzip), []int32{0, 2}},
+		{"keyless records, zstd", keyless(nvme.CompressionZstd), []int32{0, 2}},
+		{"misnumbered record", misnumbered, []int32{2}},
+	} {
+		for _, v := range []int16{8, 11} {
+			got := kProduce(k, "compacted", c.records, v)
+			if got.ErrorCode != kerr.InvalidRecord.Code {
+				t.Errorf("%s, v%d: error %d, want %d", c.name, v, got.ErrorCode, kerr.InvalidRecord.Code)
+				continue
+			}
+			if got.ErrorMessage == nil || *got.ErrorMessage == "" {
+				t.Errorf("%s, v%d: no error message", c.name, v)
+			}
+			var idx []int32
+			for _, e := range got.ErrorRecords {
+				idx = append(idx, e.RelativeOffset)
+				if e.ErrorMessage == nil || *e.ErrorMessage == "" {
+					t.Errorf("%s, v%d: record %d has no message", c.name, v, e.RelativeOffset)
+				}
+			}
+			if len(idx) != len(c.want) || (len(idx) > 0 && (idx[0] != c.want[0] || idx[len(idx)-1] != c.want[len(c.want)-1])) {
+				t.Errorf("%s, v%d: record errors at %v, want %v (message %v)", c.name, v, idx, c.want, got.ErrorMessage)
+			}
+		}
+	}
+	// The partition holds only the batch that opened it.
+	if p := kFetch(k, "compacted", 0, 12); p.ErrorCode != 0 || p.HighWatermark != 1 {
+		t.Fatalf("after the refusals: error %d, high watermark %d, want 1", p.ErrorCode, p.HighWatermark)
+	}
+}
