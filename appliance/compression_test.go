@@ -2,9 +2,9 @@ package appliance
 
 // Compression as Kafka does it (issue 43, item 2), checked with raw kmsg
 // requests at pinned versions: zstd needs Produce v7 and Fetch v10
-// (KIP-110), the other codecs are taken at every Produce version, and a
-// topic's compression.type other than producer recompresses what it stores
-// (Kafka's LogValidator, KIP-390 levels).
+// (KIP-110), the other codecs are taken at every Produce version, the
+// ApiVersions v99 answer lets a client retry lower, and record-level
+// refusals fill Produce's RecordErrors (KIP-467).
 
 import (
 	"bytes"
