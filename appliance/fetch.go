@@ -17,7 +17,9 @@ package appliance
 // read_committed (isolation level 1) reads stop at the last stable offset
 // and carry the aborted transactions that overlap the fetched range, from
 // the partition's transaction index (nvme.Log.AbortedTxns); every response
-// carries the LSO.
+// carries the LSO. Below v10, a partition whose topic has
+// compression.type=zstd answers UNSUPPORTED_COMPRESSION_TYPE (KIP-110: Kafka
+// decides by the topic config, not by the stored batches).
 
 import (
 	"errors"
@@ -73,6 +75,8 @@ func handleFetch(b *Broker, r *wire.Request) any {
 				op.errCode = kerr.TopicAuthorizationFailed.Code
 			case topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions):
 				op.errCode = kerr.UnknownTopicOrPartition.Code
+			case r.Version < 10 && b.topicCompression(topic) == "zstd":
+				op.errCode = kerr.UnsupportedCompressionType.Code
 			default:
 				fs.ins = append(fs.ins, fetchPartIn{ti: len(fs.outs) - 1, pi: len(ot.parts), topic: topic, partition: p.Partition,
 					offset: p.FetchOffset, maxBytes: p.PartitionMaxBytes, leaderEpoch: p.CurrentLeaderEpoch, lastFetchedE: p.LastFetchedEpoch})
@@ -86,6 +90,15 @@ func handleFetch(b *Broker, r *wire.Request) any {
 	// Read on the owner shards, answering from the last (fetchState.begin).
 	fs.begin()
 	return wire.AnswerLater{}
+}
+
+// topicCompression is t's effective compression.type: its own config, else
+// the broker's default.
+func (b *Broker) topicCompression(t *TopicImage) string {
+	if v, ok := t.Configs["compression.type"]; ok {
+		return v
+	}
+	return b.cfg.TopicDefaults["compression.type"]
 }
 
 // readPartition runs on the owner shard. It returns the bytes added and

@@ -15,6 +15,7 @@ package appliance
 // the coordinator is asked before the append (KIP-890's verification):
 // INVALID_TXN_STATE when it is not, INVALID_PRODUCER_EPOCH for a fenced
 // producer (Broker.txnProduce).
+// A zstd batch below v7 answers UNSUPPORTED_COMPRESSION_TYPE (KIP-110).
 
 import (
 	"encoding/binary"
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	"github.com/ringbroker/ringbroker/appliance/wire"
+	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -82,6 +84,10 @@ func handleProduce(b *Broker, r *wire.Request) any {
 					msg := "a produce request must have at least one record batch per partition"
 					rp.ErrorMessage = &msg
 				}
+			case r.Version < 7 && len(p.Records) > 22 && p.Records[22]&nvme.AttrCompressionMask == nvme.CompressionZstd:
+				// KIP-110: zstd batches need Produce v7+ (Kafka's
+				// ProduceRequest.validateRecords).
+				rp.ErrorCode = kerr.UnsupportedCompressionType.Code
 			case clientBatchViolation(p.Records, txn) != "":
 				rp.ErrorCode = kerr.InvalidRecord.Code
 				if r.Version >= 8 {

@@ -3,6 +3,7 @@ package nvme
 import (
 	"encoding/binary"
 	"fmt"
+	"strings"
 )
 
 // Record batch v2 layout (see the package comment). Offsets of the fields, in bytes from
@@ -211,13 +212,18 @@ func validateBatch(batch []byte, h BatchHeader, requireKeys bool, d *decompresso
 	}
 }
 
-// checkRecords walks count records in b, which they must fill exactly.
+// checkRecords walks count records in b, which they must fill exactly. A
+// refused record gives a *RecordsError naming it by its index in the
+// batch; keyless records on a compacted topic are all named, as Kafka's
+// LogValidator collects every record error of a batch, while a record that
+// does not parse or is misnumbered stops the walk.
 func checkRecords(b []byte, count int32, requireKeys bool) error {
 	it := recordIter{b: b}
+	var keyless []RecordError
 	for i := int32(0); i < count; i++ {
 		r, ok := it.next()
 		if !ok {
-			return fmt.Errorf("%w: record %d of %d: %s", ErrInvalidRecord, i, count, it.err)
+			return refuseRecord(i, fmt.Sprintf("record %d of %d: %s", i, count, it.err))
 		}
 		if r.offsetDelta != i {
 			// A producer numbers its records 0..n-1; any other numbering
@@ -225,17 +231,61 @@ func checkRecords(b []byte, count int32, requireKeys bool) error {
 			// cannot advance past (Kafka refuses it too, INVALID_RECORD).
 			// Compacted batches have gaps, but they never come through a
 			// produce request.
-			return fmt.Errorf("%w: record %d has offset delta %d; a produced batch numbers its records 0..n-1", ErrInvalidRecord, i, r.offsetDelta)
+			return refuseRecord(i, fmt.Sprintf("record %d has offset delta %d; a produced batch numbers its records 0..n-1", i, r.offsetDelta))
 		}
 		if requireKeys && r.keyLen < 0 {
-			return fmt.Errorf("%w: record %d has no key, which a compacted topic requires", ErrInvalidRecord, i)
+			keyless = append(keyless, RecordError{Index: i, Message: fmt.Sprintf("record %d has no key, which a compacted topic requires", i)})
 		}
 	}
 	if it.pos != len(b) {
 		return fmt.Errorf("%w: %d bytes after the last of %d records", ErrInvalidRecord, len(b)-it.pos, count)
 	}
+	if keyless != nil {
+		return &RecordsError{Err: ErrInvalidRecord, Records: keyless}
+	}
 	return nil
 }
+
+// refuseRecord is a *RecordsError for the one record i of a batch.
+func refuseRecord(i int32, msg string) error {
+	return &RecordsError{Err: ErrInvalidRecord, Records: []RecordError{{Index: i, Message: msg}}}
+}
+
+// RecordError is one record that validation refused: its index in its
+// batch and why (Kafka's ProduceResponse RecordErrors, batch_index and
+// batch_index_error_message, KIP-467).
+type RecordError struct {
+	Index   int32
+	Message string
+}
+
+// RecordsError is a validation failure that names the records at fault,
+// as Kafka's RecordValidationException does. It wraps Err, the sentinel
+// that gives its error code (ErrInvalidRecord).
+type RecordsError struct {
+	Err     error
+	Records []RecordError
+}
+
+// Error names the sentinel and the first three refused records, as Kafka's
+// message does.
+func (e *RecordsError) Error() string {
+	var sb strings.Builder
+	sb.WriteString(e.Err.Error())
+	fmt.Fprintf(&sb, ": %d record(s) refused", len(e.Records))
+	for i, r := range e.Records {
+		if i == 3 {
+			sb.WriteString("; ...")
+			break
+		}
+		sb.WriteString("; ")
+		sb.WriteString(r.Message)
+	}
+	return sb.String()
+}
+
+// Unwrap returns the sentinel.
+func (e *RecordsError) Unwrap() error { return e.Err }
 
 // record is the part of a record v2 that the package looks at.
 type record struct {

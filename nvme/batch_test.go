@@ -195,3 +195,42 @@ func TestRecordVarintMatchesBinary(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateBatchesRecordErrors: record-level refusals name the records
+// (RecordsError, wrapping ErrInvalidRecord): every keyless record of a batch
+// for a compacted topic, and the first misnumbered one.
+func TestValidateBatchesRecordErrors(t *testing.T) {
+	k := func(s string) []byte { return []byte(s) }
+	keyless := []testRecord{{key: nil, value: k("1")}, {key: k("a"), value: k("2")}, {key: nil, value: k("3")}, {key: nil, value: k("4")}}
+	badDeltas := []testRecord{{key: k("a"), value: k("1")}, {key: k("b"), value: k("2"), offsetDelta: 9, badDelta: true}}
+	for _, c := range []struct {
+		name    string
+		records []byte
+		keys    bool
+		want    []int32
+	}{
+		{"keyless", buildBatch(t, batchSpec{baseTs: 1000}, keyless), true, []int32{0, 2, 3}},
+		{"bad delta", buildBatch(t, batchSpec{baseTs: 1000}, badDeltas), false, []int32{1}},
+	} {
+		_, _, err := ValidateBatches(c.records, AppendOptions{RequireKeys: c.keys})
+		var re *RecordsError
+		if !errors.Is(err, ErrInvalidRecord) || !errors.As(err, &re) {
+			t.Fatalf("%s: err = %v, want a RecordsError wrapping ErrInvalidRecord", c.name, err)
+		}
+		var got []int32
+		for _, r := range re.Records {
+			got = append(got, r.Index)
+			if r.Message == "" {
+				t.Errorf("%s: record %d without a message", c.name, r.Index)
+			}
+		}
+		if len(got) != len(c.want) {
+			t.Fatalf("%s: records %v, want %v", c.name, got, c.want)
+		}
+		for i := range got {
+			if got[i] != c.want[i] {
+				t.Fatalf("%s: records %v, want %v", c.name, got, c.want)
+			}
+		}
+	}
+}
