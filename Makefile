@@ -10,7 +10,7 @@ UNIT_TIMEOUT        ?= 8m
 INTEGRATION_TIMEOUT ?= 15m
 FUZZTIME  ?= 30s
 
-.PHONY: all build run test deps vet unit integration integration-netpoll integration-uring integration-uring-direct integration-passes bench microbench fuzz lint clean unit-direct unit-allocs integration-direct crashloop compat
+.PHONY: all build run test deps vet unit integration integration-netpoll integration-uring integration-uring-direct integration-passes bench microbench fuzz lint clean unit-direct unit-allocs integration-direct crashloop compat compat-report
 
 all: build
 
@@ -77,10 +77,17 @@ integration-passes:
 
 # Real clients' own suites (franz-go pkg/kgo, kafka-go) and smoke checks
 # (kcat, confluent-kafka, kafka-python, sarama) against the broker; writes
-# tests/compat/results/<date>.json and the README matrix. COMPAT_SUITES
-# narrows it ("kgo kafkago smoke"); see tests/compat/run.sh.
+# build/compat/<date>.json (git ignores it) and changes no tracked file.
+# COMPAT_SUITES narrows it ("kgo kafkago smoke"); see tests/compat/run.sh.
 compat:
 	./tests/compat/run.sh
+
+# Rewrites README.md's compat block from the newest build/compat results
+# (or COMPAT_RESULTS=file), on request only.
+compat-report:
+	@f="$${COMPAT_RESULTS:-$$(ls -1 build/compat/*.json 2>/dev/null | tail -n 1)}"; \
+	if [ -z "$$f" ]; then echo "no results under build/compat: run make compat first (or set COMPAT_RESULTS=file)" >&2; exit 2; fi; \
+	go run ./tests/compat/report -readme README.md -readme-only "$$f" && echo "README.md compat block from $$f"
 
 # log.io.mode=direct: the nvme package's tests again in direct mode, and the
 # integration suite again with RB_IO_MODE=direct.

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -43,8 +44,10 @@ func (m *Metrics) startHTTP() {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		m.set.WritePrometheus(w)
-		vm.WriteProcessMetrics(w)
+		var buf bytes.Buffer
+		m.set.WritePrometheus(&buf)
+		vm.WriteProcessMetrics(&buf)
+		w.Write(appendWithoutEmptyHelp(nil, buf.Bytes()))
 	})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -95,4 +98,23 @@ func (m *Metrics) Stop() {
 	if err := m.srv.Shutdown(ctx); err != nil {
 		m.srv.Close()
 	}
+}
+
+// appendWithoutEmptyHelp appends the Prometheus text exposition src to dst
+// without its "# HELP <name>" lines that carry no text: VictoriaMetrics/metrics
+// writes one before every TYPE line and has no way to give the text, and an
+// empty HELP line tells a reader nothing. TYPE lines stay.
+func appendWithoutEmptyHelp(dst, src []byte) []byte {
+	for len(src) > 0 {
+		line := src
+		if i := bytes.IndexByte(src, '\n'); i >= 0 {
+			line = src[:i+1]
+		}
+		src = src[len(line):]
+		if rest, ok := bytes.CutPrefix(line, []byte("# HELP ")); ok && !bytes.ContainsRune(bytes.TrimSpace(rest), ' ') {
+			continue
+		}
+		dst = append(dst, line...)
+	}
+	return dst
 }

@@ -170,6 +170,8 @@ func TestHTTPEndpoints(t *testing.T) {
 		!strings.Contains(body, "# TYPE ringbroker_request_duration_seconds histogram") {
 		t.Fatalf("/metrics %d:\n%s", c, body)
 	}
+	_, body := get(t, u+"/metrics")
+	checkExposition(t, body)
 	if c, _ := get(t, u+"/readyz"); c != 200 {
 		t.Fatalf("/readyz %d", c)
 	}
@@ -220,5 +222,50 @@ func TestHotPathAllocs(t *testing.T) {
 		if n := testing.AllocsPerRun(100, fn); n != 0 {
 			t.Errorf("%s allocates %v times", name, n)
 		}
+	}
+}
+
+// checkExposition checks a /metrics body: no "# HELP name" line without text,
+// and every sample's family has a TYPE line before it.
+func checkExposition(t *testing.T, body string) {
+	t.Helper()
+	typed := map[string]bool{}
+	samples := 0
+	for _, line := range strings.Split(body, "\n") {
+		switch {
+		case strings.HasPrefix(line, "# HELP "):
+			if f := strings.Fields(line); len(f) < 4 {
+				t.Errorf("/metrics has an empty HELP line %q", line)
+			}
+		case strings.HasPrefix(line, "# TYPE "):
+			if f := strings.Fields(line); len(f) == 4 {
+				typed[f[2]] = true
+			}
+		case line == "" || strings.HasPrefix(line, "#"):
+		default:
+			samples++
+			name, _, _ := strings.Cut(line, "{")
+			name, _, _ = strings.Cut(name, " ")
+			family := name
+			for _, suf := range []string{"_bucket", "_sum", "_count"} {
+				if typed[strings.TrimSuffix(name, suf)] {
+					family = strings.TrimSuffix(name, suf)
+				}
+			}
+			if !typed[family] {
+				t.Errorf("/metrics sample %q has no TYPE line for %q before it", line, family)
+			}
+		}
+	}
+	if samples == 0 {
+		t.Errorf("/metrics has no samples:\n%s", body)
+	}
+}
+
+func TestAppendWithoutEmptyHelp(t *testing.T) {
+	in := "# HELP a\n# TYPE a gauge\na 1\n# HELP b some text\n# TYPE b counter\nb 2\n# HELP c"
+	want := "# TYPE a gauge\na 1\n# HELP b some text\n# TYPE b counter\nb 2\n"
+	if got := string(appendWithoutEmptyHelp(nil, []byte(in))); got != want {
+		t.Errorf("appendWithoutEmptyHelp = %q, want %q", got, want)
 	}
 }

@@ -12,8 +12,10 @@
 #   smoke: kcat, confluent-kafka, kafka-python, sarama, kafkajs (node; npm ci
 #          into COMPAT_NPM_DIR by deps.sh, outside the repository)
 #
-# Writes tests/compat/results/<UTC date>.json and the README matrix
-# (tests/compat/report). Exit status 1 when any test failed that
+# Writes $COMPAT_RESULTS_DIR/<UTC date>.json (default build/compat, which
+# git ignores) and leaves the tree as it found it; `make compat-report`
+# rewrites README.md's compat block from the newest results file, and
+# COMPAT_README=1 makes this script do it at the end of the run. Exit status 1 when any test failed that
 # tests/compat/known_failures.txt does not explain, or with COMPAT_STRICT=1
 # when anything failed.
 #
@@ -215,12 +217,13 @@ if want kafkago; then
 fi
 
 ELAPSED=$(($(date +%s) - START))
-mkdir -p "$ROOT/tests/compat/results"
-RESULTS=$ROOT/tests/compat/results/$(date -u +%Y-%m-%dT%H%M%SZ).json
+RESULTS_DIR=${COMPAT_RESULTS_DIR:-$ROOT/build/compat}
+mkdir -p "$RESULTS_DIR"
+RESULTS=$RESULTS_DIR/$(date -u +%Y-%m-%dT%H%M%SZ).json
 COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || true)
 [ -n "$(git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null)" ] && COMMIT="$COMMIT+dirty"
 README_ARGS=()
-[ "${COMPAT_README:-1}" = 1 ] && README_ARGS=(-readme "$ROOT/README.md")
+[ "${COMPAT_README:-0}" = 1 ] && README_ARGS=(-readme "$ROOT/README.md")
 "$WORK/report" -out "$RESULTS" "${README_ARGS[@]}" -known "$ROOT/tests/compat/known_failures.txt" \
 	-commit "$COMMIT" -elapsed "$ELAPSED" "${SPECS[@]}"
 log "results in $RESULTS; raw outputs in $OUT; took ${ELAPSED}s"

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -399,7 +400,7 @@ func TestRingctlGroups(t *testing.T) {
 	if !strings.Contains(r.stderr, "UNKNOWN_TOPIC_OR_PARTITION (3)") {
 		t.Errorf("reset on unknown topic: %q", r.stderr)
 	}
-	ringctl(t, b, 64, "", "group", "reset-offsets", "billing", "--topic", "events")
+	ringctl(t, b, 2, "", "group", "reset-offsets", "billing", "--topic", "events")
 
 	r = ringctl(t, b, 0, "", "group", "delete", "billing")
 	if !strings.Contains(r.stdout, "deleted group billing") {
@@ -417,7 +418,7 @@ func TestRingctlGroups(t *testing.T) {
 
 func TestRingctlUnreachableAndUsage(t *testing.T) {
 	bin := toolBinary(t, "ringctl")
-	// A port nothing listens on: exit 2, quickly, with a clear message.
+	// A port nothing listens on: exit 3, quickly, with a clear message.
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	for _, args := range [][]string{
 		{"-b", addr, "topic", "list"},
@@ -426,8 +427,8 @@ func TestRingctlUnreachableAndUsage(t *testing.T) {
 		{"-b", addr, "produce", "t", "x"},
 	} {
 		r := runCLI(t, bin, "", args...)
-		if r.code != 2 {
-			t.Errorf("ringctl %v: exit %d, want 2\nstderr: %s", args, r.code, r.stderr)
+		if r.code != 3 {
+			t.Errorf("ringctl %v: exit %d, want 3\nstderr: %s", args, r.code, r.stderr)
 		}
 		if !strings.Contains(r.stderr, "cannot reach broker") {
 			t.Errorf("ringctl %v: stderr %q lacks \"cannot reach broker\"", args, r.stderr)
@@ -441,16 +442,66 @@ func TestRingctlUnreachableAndUsage(t *testing.T) {
 	cmd.Env = append(os.Environ(), "RINGCTL_BROKERS="+addr)
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), addr) {
-		t.Errorf("RINGCTL_BROKERS=%s ringctl topic list: %v %q, want exit 2 naming the address", addr, err, out)
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(string(out), addr) {
+		t.Errorf("RINGCTL_BROKERS=%s ringctl topic list: %v %q, want exit 3 naming the address", addr, err, out)
 	}
-	// Usage errors: 64.
-	for _, args := range [][]string{{}, {"frobnicate"}, {"topic"}, {"topic", "explode"}, {"topic", "create"}, {"-b", "nonsense", "topic", "list"}} {
-		if r := runCLI(t, bin, "", args...); r.code != 64 {
-			t.Errorf("ringctl %v: exit %d, want 64\nstderr: %s", args, r.code, r.stderr)
+	// Usage errors: 2.
+	for _, args := range [][]string{{}, {"frobnicate"}, {"topic"}, {"topic", "explode"}, {"topic", "create"}, {"-b", "nonsense", "topic", "list"},
+		{"topic", "create", "x", "--partitons", "3"}, {"topic", "delete"}} {
+		if r := runCLI(t, bin, "", args...); r.code != 2 {
+			t.Errorf("ringctl %v: exit %d, want 2\nstderr: %s", args, r.code, r.stderr)
 		}
 	}
 	if r := runCLI(t, bin, "", "help"); r.code != 0 || !strings.Contains(r.stdout, "usage: ringctl") {
 		t.Errorf("ringctl help: exit %d, stdout %q", r.code, r.stdout)
+	}
+}
+
+// TestRingctlHelpNeverActs runs --help and -h on every command against a real
+// broker and checks that the topic list is the same before and after: once
+// `topic create --help` created a topic named "help" and `topic delete --help`
+// deleted it.
+func TestRingctlHelpNeverActs(t *testing.T) {
+	b := startBroker(t, "")
+	ringctl(t, b, 0, "", "topic", "create", "help", "--partitions", "1")
+	ringctl(t, b, 0, "", "topic", "create", "keep", "--partitions", "1")
+	list := func() string {
+		var rows []struct {
+			Topic string `json:"topic"`
+		}
+		ringctlJSON(t, b, &rows, "topic", "list")
+		names := make([]string, 0, len(rows))
+		for _, r := range rows {
+			names = append(names, r.Topic)
+		}
+		sort.Strings(names)
+		return strings.Join(names, ",")
+	}
+	before := list()
+	if before != "help,keep" {
+		t.Fatalf("topic list before = %q, want help,keep", before)
+	}
+	for _, args := range [][]string{
+		{"topic", "create", "--help"}, {"topic", "create", "-h"}, {"topic", "create", "new", "--help"},
+		{"topic", "delete", "--help"}, {"topic", "delete", "-h"}, {"topic", "delete", "keep", "--help"},
+		{"topic", "add-partitions", "keep", "--add", "2", "--help"}, {"topic", "alter-config", "keep", "--set", "retention.ms=1", "-h"},
+		{"topic", "list", "--help"}, {"topic", "describe", "--help"}, {"group", "delete", "--help"},
+		{"group", "reset-offsets", "--help"}, {"produce", "keep", "v", "--help"}, {"consume", "--help"},
+		{"cluster", "info", "--help"}, {"broker", "list", "-h"}, {"log-dirs", "--help"}, {"help", "topic", "delete"},
+	} {
+		r := ringctl(t, b, 0, "", args...)
+		if !strings.Contains(r.stdout, "usage: ringctl") {
+			t.Errorf("ringctl %v: stdout %q lacks the usage", args, r.stdout)
+		}
+	}
+	if after := list(); after != before {
+		t.Errorf("topic list after --help on every command = %q, want %q", after, before)
+	}
+	var desc []struct {
+		Partitions []json.RawMessage `json:"partitions"`
+	}
+	ringctlJSON(t, b, &desc, "topic", "describe", "keep")
+	if len(desc) != 1 || len(desc[0].Partitions) != 1 {
+		t.Errorf("topic keep after add-partitions --help: %+v, want 1 partition", desc)
 	}
 }

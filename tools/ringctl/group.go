@@ -171,8 +171,8 @@ func groupDescribe(e *env, args []string) error {
 		if i > 0 {
 			fmt.Fprintln(e.out)
 		}
-		fmt.Fprintf(e.out, "Group: %s\tState: %s\tProtocol: %s/%s\tCoordinator: %d\tMembers: %d\tTotal lag: %d\n",
-			d.Group, d.State, d.ProtocolType, d.Protocol, d.Coordinator, len(d.Members), d.TotalLag)
+		fmt.Fprintf(e.out, "Group: %s\tState: %s\tProtocol: %s\tCoordinator: %d\tMembers: %d\tTotal lag: %d\n",
+			d.Group, d.State, protocolLabel(d.ProtocolType, d.Protocol), d.Coordinator, len(d.Members), d.TotalLag)
 		t := e.table("TOPIC", "PARTITION", "COMMITTED", "END", "LAG", "MEMBER", "ERROR")
 		for _, r := range d.Offsets {
 			t.row(r.Topic, r.Partition, r.Committed, r.End, r.Lag, r.MemberID, r.Error)
@@ -428,4 +428,17 @@ func groupDelete(e *env, args []string) error {
 		}
 	}
 	return fails.err()
+}
+
+// protocolLabel joins a group's protocol type and protocol as "type/protocol",
+// leaving out the separator when either is empty (an empty group has no
+// chosen protocol yet).
+func protocolLabel(protocolType, protocol string) string {
+	switch {
+	case protocolType == "":
+		return protocol
+	case protocol == "":
+		return protocolType
+	}
+	return protocolType + "/" + protocol
 }

@@ -25,8 +25,13 @@
 // prints one JSON document (consume prints one JSON object per record).
 //
 // Exit status: 0 success; 1 the operation failed (a Kafka error code, named in
-// the message with what to do); 2 no broker could be reached within --timeout
-// (default 10s); 64 usage error.
+// the message with what to do); 2 usage error (unknown command or flag, missing
+// argument); 3 no broker could be reached within --timeout (default 10s), or
+// the broker closed the connection mid-request.
+//
+// `ringctl <command> [<verb>] --help` (or -h, or `ringctl help <command>`)
+// prints that command's help and never contacts a broker. The flags are parsed
+// with the standard library's flag package, one FlagSet per command.
 package main
 
 import (
@@ -40,6 +45,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -52,8 +58,8 @@ import (
 const (
 	exitOK          = 0
 	exitFailed      = 1
-	exitUnreachable = 2
-	exitUsage       = 64
+	exitUsage       = 2
+	exitUnreachable = 3
 )
 
 const defaultBroker = "127.0.0.1:9092"
@@ -86,6 +92,10 @@ type env struct {
 
 	cl  *kgo.Client
 	adm *kadm.Client
+
+	// help is set by -h/--help anywhere on the line: the command prints its
+	// help and must not act.
+	help bool
 }
 
 func main() {
@@ -112,7 +122,8 @@ const usage = `usage: ringctl [-b host:port] <noun> <verb> [args] [--json] [--ti
   consume TOPIC [-n N] [--partition P]
 
 Brokers: -b/--brokers, else $RINGCTL_BROKERS, else 127.0.0.1:9092.
-Exit status: 0 ok, 1 operation failed, 2 broker unreachable, 64 usage error.
+Help: ringctl <command> [<verb>] --help prints that command's help and acts on nothing.
+Exit status: 0 ok, 1 operation failed, 2 usage error, 3 broker unreachable or connection closed.
 `
 
 // run is main without the process: it returns the exit status.
@@ -182,7 +193,7 @@ func (e *env) parseGlobal(args []string) ([]string, error) {
 			}
 			e.timeout = d
 		case "h", "help":
-			rest = append(rest, "help")
+			e.help = true
 		default:
 			rest = append(rest, a)
 		}
@@ -233,30 +244,79 @@ var verbs = map[string]command{
 }
 
 func (e *env) dispatch(args []string) error {
+	if len(args) > 0 && args[0] == "help" {
+		e.help = true
+		args = args[1:]
+	}
 	if len(args) == 0 {
+		if e.help {
+			fmt.Fprint(e.out, usage)
+			return nil
+		}
 		fmt.Fprint(e.errOut, usage)
 		return &exitError{code: exitUsage, msg: "missing command"}
 	}
-	if args[0] == "help" {
-		fmt.Fprint(e.out, usage)
-		return nil
-	}
 	if c, ok := verbs[args[0]]; ok {
-		return c.run(e, args[1:])
+		return e.runCommand(c, args[1:])
 	}
 	nouns, ok := commands[args[0]]
 	if !ok {
 		return usageErr("unknown command %q", args[0])
 	}
 	if len(args) < 2 {
+		if e.help {
+			e.nounHelp(e.out, nouns)
+			return nil
+		}
+		e.nounHelp(e.errOut, nouns)
 		return usageErr("%s needs a verb: %s", args[0], strings.Join(sortedKeys(nouns), ", "))
 	}
 	c, ok := nouns[args[1]]
 	if !ok {
+		e.nounHelp(e.errOut, nouns)
 		return usageErr("unknown verb %q for %s; want one of %s", args[1], args[0], strings.Join(sortedKeys(nouns), ", "))
 	}
-	return c.run(e, args[2:])
+	return e.runCommand(c, args[2:])
 }
+
+// nounHelp lists the verbs of one noun.
+func (e *env) nounHelp(w io.Writer, nouns map[string]command) {
+	fmt.Fprintln(w, "usage:")
+	for _, k := range sortedKeys(nouns) {
+		fmt.Fprintf(w, "  ringctl %s\n", nouns[k].help)
+	}
+}
+
+// runCommand runs c, or with --help prints its help without acting: the
+// command is run with only -h so that it stops in parseFlags, and connect
+// refuses in help mode as a second guard. A usage error prints the command's
+// usage line to stderr.
+func (e *env) runCommand(c command, args []string) error {
+	if e.help {
+		err := c.run(e, []string{"-h"})
+		var he *helpError
+		if !errors.As(err, &he) {
+			return failed("internal error: %s --help did not stop at its flags: %v", c.help, err)
+		}
+		fmt.Fprintf(e.out, "usage: ringctl %s\n", c.help)
+		if he.flags != "" {
+			fmt.Fprintf(e.out, "\nflags:\n%s", he.flags)
+		}
+		fmt.Fprintf(e.out, "\nglobal flags: -b/--brokers host:port[,host:port], --json, --timeout 10s\n")
+		return nil
+	}
+	err := c.run(e, args)
+	var ee *exitError
+	if errors.As(err, &ee) && ee.code == exitUsage {
+		fmt.Fprintf(e.errOut, "usage: ringctl %s\n", c.help)
+	}
+	return err
+}
+
+// helpError is what parseFlags returns for -h: the command's flag defaults.
+type helpError struct{ flags string }
+
+func (h *helpError) Error() string { return "help requested" }
 
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
@@ -273,6 +333,12 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				var b strings.Builder
+				fs.SetOutput(&b)
+				fs.PrintDefaults()
+				return nil, &helpError{flags: b.String()}
+			}
 			return nil, usageErr("%s: %v", fs.Name(), err)
 		}
 		args = fs.Args()
@@ -294,10 +360,13 @@ func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 // connect probes the brokers with a TCP dial, then opens the clients. An
-// unreachable cluster is exit status 2.
+// unreachable cluster is exit status 3.
 func (e *env) connect(opts ...kgo.Opt) error {
 	if e.cl != nil {
 		return nil
+	}
+	if e.help {
+		return failed("internal error: a command tried to reach the broker while printing its help")
 	}
 	dialTimeout := min(e.timeout, 5*time.Second)
 	var lastErr error
@@ -337,12 +406,16 @@ func (e *env) ctx() (context.Context, context.CancelFunc) {
 }
 
 // reqErr turns a request-level error (not a per-resource Kafka error) into
-// an exitError: unreachable brokers are status 2, Kafka errors name their
+// an exitError: unreachable brokers (or a connection the broker closed) are status 3, Kafka errors name their
 // code.
 func (e *env) reqErr(what string, err error) error {
 	var ke *kerr.Error
 	if errors.As(err, &ke) {
 		return kafkaErr(ke, "", what)
+	}
+	var eof *kgo.ErrFirstReadEOF
+	if errors.As(err, &eof) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+		return &exitError{code: exitUnreachable, msg: fmt.Sprintf("cannot %s: connection closed by broker %s before it answered; check the broker's log (did it stop or crash?)", what, strings.Join(e.brokers, ","))}
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && !ne.Timeout() || errors.Is(err, kgo.ErrClientClosed) {

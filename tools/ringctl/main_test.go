@@ -5,6 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"fmt"
+	"io"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -64,12 +69,96 @@ func TestUsageExitCodes(t *testing.T) {
 		{"consume", "t", "-n", "-1"}, {"consume", "t", "--partition", "-3"},
 		{"group", "reset-offsets", "g", "--topic", "t", "--to-earliest", "--partition", "-2"}} {
 		var o, e bytes.Buffer
-		if code := run(args, strings.NewReader(""), &o, &e); code != exitUsage {
+		if code := run(args, strings.NewReader(""), &o, &e); code != exitUsage || exitUsage != 2 {
 			t.Errorf("ringctl %v: exit %d, want %d (stderr %q)", args, code, exitUsage, e.String())
 		}
 	}
 	var o, e bytes.Buffer
 	if code := run([]string{"help"}, nil, &o, &e); code != 0 || !strings.Contains(o.String(), "usage:") {
 		t.Errorf("help: %d %q", code, o.String())
+	}
+}
+
+// everyCommand lists each command's words, for the help tests.
+func everyCommand() [][]string {
+	var all [][]string
+	for noun, vs := range commands {
+		for verb := range vs {
+			all = append(all, []string{noun, verb})
+		}
+	}
+	for v := range verbs {
+		all = append(all, []string{v})
+	}
+	return all
+}
+
+// TestHelpNeverActs checks that --help, -h and `help` print the command's
+// help on stdout with status 0 and never reach a broker: the broker address
+// is one nothing listens on, so any attempt would exit 3, and connect refuses
+// in help mode.
+func TestHelpNeverActs(t *testing.T) {
+	t.Setenv("RINGCTL_BROKERS", "127.0.0.1:1")
+	for _, words := range everyCommand() {
+		for _, form := range [][]string{
+			append(append([]string{}, words...), "--help"),
+			append(append([]string{}, words...), "help-me", "-h"),
+			append([]string{"help"}, words...),
+			append(append([]string{"-h"}, words...), "--partitions", "3"),
+		} {
+			var o, e bytes.Buffer
+			code := run(form, strings.NewReader(""), &o, &e)
+			if code != exitOK || !strings.Contains(o.String(), "usage: ringctl "+strings.Join(words, " ")) || e.Len() != 0 {
+				t.Errorf("ringctl %v: exit %d, stdout %q, stderr %q; want 0 and the command's usage", form, code, o.String(), e.String())
+			}
+		}
+	}
+	var o, e bytes.Buffer
+	if code := run([]string{"topic", "create", "--help"}, nil, &o, &e); code != 0 || !strings.Contains(o.String(), "-partitions") {
+		t.Errorf("topic create --help lists no flags: %q", o.String())
+	}
+	o.Reset()
+	if code := run([]string{"topic", "-h"}, nil, &o, &e); code != 0 || !strings.Contains(o.String(), "ringctl topic delete") {
+		t.Errorf("topic -h: %d %q", code, o.String())
+	}
+}
+
+// TestUnknownFlagAndMissingArgs checks usage errors exit 2 with the command's
+// usage on stderr.
+func TestUnknownFlagAndMissingArgs(t *testing.T) {
+	for _, args := range [][]string{
+		{"topic", "create", "t", "--partitionz", "3"},
+		{"topic", "delete"},
+		{"topic", "describe"},
+		{"group", "describe"},
+		{"consume"},
+		{"log-dirs", "--topik", "t"},
+	} {
+		var o, e bytes.Buffer
+		code := run(args, strings.NewReader(""), &o, &e)
+		if code != 2 || !strings.Contains(e.String(), "usage: ringctl "+args[0]) {
+			t.Errorf("ringctl %v: exit %d, stderr %q; want 2 and the usage", args, code, e.String())
+		}
+	}
+}
+
+func TestProtocolLabel(t *testing.T) {
+	for _, c := range [][3]string{{"consumer", "", "consumer"}, {"consumer", "range", "consumer/range"}, {"", "x", "x"}, {"", "", ""}} {
+		if got := protocolLabel(c[0], c[1]); got != c[2] {
+			t.Errorf("protocolLabel(%q, %q) = %q, want %q", c[0], c[1], got, c[2])
+		}
+	}
+}
+
+// TestConnectionClosedMessage checks that a broker closing the connection
+// mid-request is reported as such, not as a SASL hint, with status 3.
+func TestConnectionClosedMessage(t *testing.T) {
+	e := &env{brokers: []string{"h:1"}}
+	for _, err := range []error{&kgo.ErrFirstReadEOF{}, io.EOF, fmt.Errorf("read: %w", io.ErrUnexpectedEOF)} {
+		got := e.reqErr("list topics", err)
+		ee, ok := got.(*exitError)
+		if !ok || ee.code != exitUnreachable || !strings.Contains(ee.msg, "connection closed by broker") || strings.Contains(ee.msg, "SASL") {
+			t.Errorf("reqErr(%v) = %v, want status 3 and \"connection closed by broker\"", err, got)
+		}
 	}
 }

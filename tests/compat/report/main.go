@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 )
@@ -357,7 +358,12 @@ func grouped(r *Results, pick func(Suite) []Outcome) []string {
 			}
 			tests[why] = append(tests[why], "`"+o.Test+"`")
 		}
+		// Outcomes come in the order the suite reported them, which varies
+		// between runs of parallel tests: sort so that the README block only
+		// changes when the results do.
+		sort.Strings(reasons)
 		for _, why := range reasons {
+			sort.Strings(tests[why])
 			lines = append(lines, fmt.Sprintf("- %s %s: %s: %s", s.Client, s.Suite, strings.Join(tests[why], ", "), why))
 		}
 	}

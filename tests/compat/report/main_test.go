@@ -94,3 +94,18 @@ func TestWriteReadme(t *testing.T) {
 		t.Error("no markers: want an error")
 	}
 }
+
+// TestGroupedStableOrder checks that the skip and failure lines do not
+// depend on the order a suite reported its tests in.
+func TestGroupedStableOrder(t *testing.T) {
+	a := &Results{Suites: []Suite{{Client: "c", Suite: "s", Skips: []Outcome{
+		{Test: "TestZ", Reason: "zz"}, {Test: "TestB", Reason: "aa"}, {Test: "TestA", Reason: "aa"}, {Test: "TestQ"}}}}}
+	b := &Results{Suites: []Suite{{Client: "c", Suite: "s", Skips: []Outcome{
+		{Test: "TestQ"}, {Test: "TestA", Reason: "aa"}, {Test: "TestZ", Reason: "zz"}, {Test: "TestB", Reason: "aa"}}}}}
+	pick := func(s Suite) []Outcome { return s.Skips }
+	ga, gb := grouped(a, pick), grouped(b, pick)
+	want := []string{"- c s: `TestA`, `TestB`: aa", "- c s: `TestQ`: unexplained", "- c s: `TestZ`: zz"}
+	if !reflect.DeepEqual(ga, want) || !reflect.DeepEqual(gb, want) {
+		t.Errorf("grouped: got %q and %q, want %q", ga, gb, want)
+	}
+}
