@@ -17,6 +17,7 @@ package group
 //	commit [member=<id>] [gen=<n>] offsets=<topic>:<partition>:<offset>,...
 //	fetch topics=<topic>:<partition>,...
 //	advance <ms>
+//	persist fail|ok (fail: every append fails until ok)
 //	state
 //
 // The output of a command is every answer given while it ran (joins and
@@ -209,7 +210,7 @@ func runGroupCommand(e *fakeGroupEnv, m **Manager, line string) {
 	case "join":
 		ja := joinArgs{group: groupID, memberID: a["member"], instanceID: a["instance"], clientID: a["client"], clientHost: "/127.0.0.1",
 			protocolType: "consumer", sessionTimeout: msOr(a["session"], 10000), rebalanceTimeout: msOr(a["rebalance"], 30000),
-			requireKnownMemberID: atoiOr(a["v"], 9) >= 4}
+			requireKnownMemberID: atoiOr(a["v"], 9) >= 4, skipAssignment: atoiOr(a["v"], 9) >= 9}
 		if t, ok := a["type"]; ok {
 			ja.protocolType = t
 		}
@@ -280,6 +281,11 @@ func runGroupCommand(e *fakeGroupEnv, m **Manager, line string) {
 		}
 	case "advance":
 		e.advance(msOr(fields[1], 0))
+	case "persist":
+		e.persistErr = nil
+		if fields[1] == "fail" {
+			e.persistErr = kerr.NotEnoughReplicas
+		}
 	case "expire":
 		(*m).ExpireOffsets()
 	case "reload":

@@ -25,7 +25,7 @@ func handleJoinGroup(h *handlers, r *wire.Request) any {
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 	a := joinArgs{group: req.Group, memberID: req.MemberID, clientID: r.ClientID, clientHost: clientHost(r),
 		protocolType: req.ProtocolType, sessionTimeout: time.Duration(req.SessionTimeoutMillis) * time.Millisecond,
-		rebalanceTimeout: time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond, requireKnownMemberID: r.Version >= 4}
+		rebalanceTimeout: time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond, requireKnownMemberID: r.Version >= 4, skipAssignment: r.Version >= 9}
 	if r.Version == 0 || req.RebalanceTimeoutMillis <= 0 {
 		a.rebalanceTimeout = a.sessionTimeout
 	}

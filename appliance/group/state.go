@@ -153,33 +153,6 @@ func sameProtocols(a, b []groupProtocol) bool {
 	return true
 }
 
-// sameSubscription reports whether a static member's new protocol metadata
-// asks for what the old one did: the same bytes, or for the consumer
-// protocol the same topics (the owned partitions and generation that
-// cooperative clients add change with every restart).
-func sameSubscription(protocolType string, a, b []byte) bool {
-	if bytes.Equal(a, b) {
-		return true
-	}
-	if protocolType != "consumer" {
-		return false
-	}
-	var ma, mb kmsg.ConsumerMemberMetadata
-	if ma.ReadFrom(a) != nil || mb.ReadFrom(b) != nil || len(ma.Topics) != len(mb.Topics) {
-		return false
-	}
-	topics := map[string]bool{}
-	for _, t := range ma.Topics {
-		topics[t] = true
-	}
-	for _, t := range mb.Topics {
-		if !topics[t] {
-			return false
-		}
-	}
-	return bytes.Equal(ma.UserData, mb.UserData) || ma.Version >= 1
-}
-
 type groupTP struct {
 	topic     string
 	partition int32
@@ -401,6 +374,9 @@ type joinArgs struct {
 	sessionTimeout, rebalanceTimeout                                time.Duration
 	protocols                                                       []groupProtocol
 	requireKnownMemberID                                            bool // v4+
+	// skipAssignment: the client reads SkipAssignment (v9+, KIP-814), so
+	// a returning static leader may be told it leads.
+	skipAssignment bool
 }
 
 type joinResultMember struct {
@@ -623,9 +599,24 @@ func (m *Manager) updateMemberAndRebalance(g *group, mem *groupMember, a joinArg
 }
 
 // replaceStaticMember gives a restarted static member (new member id, same
-// instance id) the old member's place; the old id is fenced from now on.
+// instance id) the old member's place; the old id is fenced from now on
+// (KIP-345, Kafka's GroupCoordinator.updateStaticMemberAndRebalance).
+//
+// In a Stable group the member keeps its assignment and nothing rebalances
+// unless its new protocols change the protocol the group would select;
+// its protocol metadata may change otherwise (Kafka compares only the
+// selected protocol). The answer carries the current generation. From
+// JoinGroup v9 (KIP-814) a returning leader is told it leads, with every
+// member's metadata and SkipAssignment set; below v9 it gets the leader id
+// the group had before the replacement and no members, so a leader that
+// restarted does not think it leads and does not run its assignor (its
+// assignment would be ignored by a Stable group). If the group record
+// cannot be stored the replacement is undone and the join fails.
+// CompletingRebalance rebalances (the leader may be assigning the old
+// member id); PreparingRebalance lets the new id join in the old one's place.
 func (m *Manager) replaceStaticMember(g *group, oldID, newID string, a joinArgs, done func(joinResult)) {
 	mem := g.members[oldID]
+	prevLeader := g.leader
 	if mem.joinDone != nil {
 		mem.joinDone(joinError(kerr.FencedInstanceID, oldID))
 		mem.joinDone = nil
@@ -634,48 +625,69 @@ func (m *Manager) replaceStaticMember(g *group, oldID, newID string, a joinArgs,
 		mem.syncDone(syncResult{err: kerr.FencedInstanceID})
 		mem.syncDone = nil
 	}
-	delete(g.members, oldID)
-	mem.id = newID
-	g.members[newID] = mem
-	g.static[a.instanceID] = newID
-	if g.leader == oldID {
-		g.leader = newID
-	}
-	if g.pendingSync[oldID] {
-		delete(g.pendingSync, oldID)
-		g.pendingSync[newID] = true
-	}
+	m.renameMember(g, mem, newID)
+	oldClientID, oldClientHost := mem.clientID, mem.clientHost
+	oldSession, oldRebalance, oldProtocols := mem.sessionTimeout, mem.rebalanceTimeout, mem.protocols
 	mem.clientID, mem.clientHost = a.clientID, a.clientHost
 	mem.sessionTimeout, mem.rebalanceTimeout = a.sessionTimeout, a.rebalanceTimeout
-	switch g.state {
-	case groupStable:
-		oldMD, _ := mem.metadataFor(g.protocolName)
-		mem.protocols = a.protocols
-		newMD, ok := mem.metadataFor(g.protocolName)
-		if ok && sameSubscription(g.protocolType, oldMD, newMD) && g.selectProtocol() == g.protocolName {
-			// Nothing the assignment depends on changed: no rebalance.
-			m.scheduleHeartbeat(g, mem, mem.sessionTimeout)
-			gen := g.generation
-			m.env.Persist([]kmsg.Record{groupMetadataRecord(g, m.env.Now())}, func(err error) {
-				if err != nil {
-					done(joinError(kerr.CoordinatorNotAvailable, newID))
-					return
-				}
-				if g.members[newID] != mem || g.generation != gen {
-					done(joinError(kerr.RebalanceInProgress, newID))
-					return
-				}
-				done(m.currentJoinResult(g, mem, newID == g.leader))
-			})
-			return
-		}
-		mem.joinDone = done
-		m.prepareRebalance(g)
-	default:
-		mem.protocols = a.protocols
+	mem.protocols = a.protocols
+	if g.state != groupStable || g.selectProtocol() != g.protocolName {
+		// A rebalance, or the running one goes on with the new member id.
 		mem.joinDone = done
 		m.maybePrepareRebalance(g)
 		m.tryCompleteJoin(g)
+		return
+	}
+	m.scheduleHeartbeat(g, mem, mem.sessionTimeout)
+	gen := g.generation
+	m.env.Persist([]kmsg.Record{groupMetadataRecord(g, m.env.Now())}, func(err error) {
+		if err != nil {
+			// Undo the replacement unless the group moved on meanwhile:
+			// the old member id stays valid.
+			undo := g.members[newID] == mem && g.static[a.instanceID] == newID && g.members[oldID] == nil
+			if undo {
+				m.renameMember(g, mem, oldID)
+				mem.clientID, mem.clientHost = oldClientID, oldClientHost
+				mem.sessionTimeout, mem.rebalanceTimeout, mem.protocols = oldSession, oldRebalance, oldProtocols
+				m.scheduleHeartbeat(g, mem, mem.sessionTimeout)
+			}
+			m.env.Warn("cannot store group metadata for a rejoining static member", "group", g.id,
+				"instanceId", a.instanceID, "replacementUndone", undo, "err", err)
+			r := joinError(kerr.CoordinatorNotAvailable, "")
+			r.generation = g.generation
+			done(r)
+			return
+		}
+		if g.members[newID] != mem || g.generation != gen {
+			done(joinError(kerr.RebalanceInProgress, newID))
+			return
+		}
+		if !a.skipAssignment {
+			r := m.currentJoinResult(g, mem, false)
+			r.leader, r.members = prevLeader, nil
+			done(r)
+			return
+		}
+		done(m.currentJoinResult(g, mem, newID == g.leader))
+	})
+}
+
+// renameMember moves mem to member id id, with its instance id, leadership
+// and pending sync.
+func (m *Manager) renameMember(g *group, mem *groupMember, id string) {
+	oldID := mem.id
+	delete(g.members, oldID)
+	mem.id = id
+	g.members[id] = mem
+	if mem.instanceID != "" {
+		g.static[mem.instanceID] = id
+	}
+	if g.leader == oldID {
+		g.leader = id
+	}
+	if g.pendingSync[oldID] {
+		delete(g.pendingSync, oldID)
+		g.pendingSync[id] = true
 	}
 }
 
