@@ -3,59 +3,22 @@ package quorum
 import (
 	"errors"
 	"fmt"
-	"net"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 )
 
-// Voter is one entry of controller.quorum.voters: a node id and the
-// host:port of its controller listener.
+// Voter is one entry of controller.quorum.voters: a Raft id and the
+// host:port of its controller listener. The broker parses the property
+// (appliance/config.ParseVoters, Kafka's rules: node ids from 0) and hands
+// the voters over; Raft ids must be positive, so the wiring maps node ids
+// onto them.
 type Voter struct {
 	ID   uint64
 	Addr string
 }
 
-// ParseVoters parses controller.quorum.voters, Kafka's
-// "id@host:port,id@host:port" list (KIP-595). Ids are positive and
-// unique; an empty string gives no voters. Spaces around entries are
-// ignored.
-func ParseVoters(s string) ([]Voter, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return nil, nil
-	}
-	var out []Voter
-	seen := map[uint64]bool{}
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		idText, addr, ok := strings.Cut(part, "@")
-		if !ok {
-			return nil, fmt.Errorf("cannot parse controller.quorum.voters entry %q: want id@host:port", part)
-		}
-		id, err := strconv.ParseUint(idText, 10, 63)
-		if err != nil || id == 0 {
-			return nil, fmt.Errorf("cannot parse controller.quorum.voters entry %q: id %q is not a positive integer", part, idText)
-		}
-		host, port, err := net.SplitHostPort(addr)
-		if err != nil {
-			return nil, fmt.Errorf("cannot parse controller.quorum.voters entry %q: %w", part, err)
-		}
-		if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 || host == "" {
-			return nil, fmt.Errorf("cannot parse controller.quorum.voters entry %q: want host:port with a port in 1..65535", part)
-		}
-		if seen[id] {
-			return nil, fmt.Errorf("cannot parse controller.quorum.voters: id %d appears twice", id)
-		}
-		seen[id] = true
-		out = append(out, Voter{ID: id, Addr: addr})
-	}
-	return out, nil
-}
-
-// VoterIDs returns the ids of voters, in order (Config.Voters from
-// ParseVoters' result).
+// VoterIDs returns the ids of voters, in order (Config.Voters from the
+// voters the broker parsed).
 func VoterIDs(voters []Voter) []uint64 {
 	ids := make([]uint64, len(voters))
 	for i, v := range voters {

@@ -24,7 +24,6 @@
 //     connection per peer, reconnect with backoff, bounded queues that
 //     drop), Hub (in-process, for tests) and Faults (drop, duplicate,
 //     reorder, delay, partition; per link, seeded).
-//   - ParseVoters: controller.quorum.voters.
 //
 // A new quorum bootstraps from Config.Voters: every voter whose storage
 // is empty writes the same bootstrap snapshot (index 1, term 1, the

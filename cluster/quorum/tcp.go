@@ -87,7 +87,7 @@ type TCPConfig struct {
 	// listener's host:port; port 0 picks one: Addr tells).
 	Listen string
 	// Peers are the other nodes' addresses by id (from
-	// controller.quorum.voters: ParseVoters); this node's own entry is
+	// controller.quorum.voters, as the broker parsed it); this node's own entry is
 	// ignored. AddPeer adds more.
 	Peers []Voter
 	// QueueSize is how many messages may wait for one peer's connection;
