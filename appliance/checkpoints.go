@@ -1,6 +1,7 @@
 package appliance
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -37,33 +38,17 @@ func (b *Broker) loadOrWriteMetaProperties() error {
 	if err != nil {
 		return fmt.Errorf("cannot start: %w", err)
 	}
-	nodeID := b.cfg.NodeID
-	if err := md.Verify(b.cfg.ClusterID, nodeID); err != nil {
-		return fmt.Errorf("cannot start: %w", err)
+	clusterID, wrote, err := md.Start(b.cfg.ClusterID, b.cfg.NodeID, b.cfg.Cluster.QuorumConfigured())
+	if errors.Is(err, ErrNotFormatted) {
+		return fmt.Errorf("cannot start: %w; a node with controller.quorum.voters or controller.quorum.bootstrap.servers set "+
+			"never formats itself, so that a wiped disk does not found a new cluster: run `ringbroker format --cluster-id <id> "+
+			"<server.properties>` first, with the cluster's id (a new cluster's from `ringbroker random-uuid`)", err)
 	}
-	if empty := md.Empty(); len(empty) > 0 && len(md.Props) == 0 && b.cfg.Cluster.QuorumConfigured() {
-		return fmt.Errorf("cannot start: %w: %q has no meta.properties, and a node with controller.quorum.voters or "+
-			"controller.quorum.bootstrap.servers set never formats itself, so that a wiped disk does not found a new cluster: "+
-			"run `ringbroker format --cluster-id <id> <server.properties>` first, with the cluster's id (a new cluster's from `ringbroker random-uuid`)",
-			ErrNotFormatted, empty[0])
-	}
-	clusterID := md.ClusterID()
-	if clusterID == "" {
-		clusterID = b.cfg.ClusterID
-	}
-	if clusterID == "" {
-		id, err := nvme.RandomUUID()
-		if err != nil {
-			return fmt.Errorf("cannot start: %w", err)
-		}
-		clusterID = id.String()
-	}
-	wrote, err := md.Complete(clusterID, nodeID)
 	if err != nil {
 		return fmt.Errorf("cannot start: %w", err)
 	}
 	for _, d := range wrote {
-		b.log.Info("wrote meta.properties", "dir", d, "cluster.id", clusterID, "node.id", nodeID, "directory.id", md.Props[d].DirectoryID.String())
+		b.log.Info("wrote meta.properties", "dir", d, "cluster.id", clusterID, "node.id", b.cfg.NodeID, "directory.id", md.Props[d].DirectoryID.String())
 	}
 	b.cfg.ClusterID = clusterID
 	return nil

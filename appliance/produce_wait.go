@@ -8,13 +8,11 @@ package appliance
 // request (acks=0 and 1; acks=-1 adds the group commit's callback).
 
 import (
-	"errors"
 	"sync/atomic"
 	"time"
 
 	"github.com/ringbroker/ringbroker/appliance/quota"
 	"github.com/ringbroker/ringbroker/appliance/wire"
-	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -244,7 +242,7 @@ func (ps *produceState) finish() {
 		if res.err != nil && r.Version >= 8 {
 			msg := res.err.Error()
 			rp.ErrorMessage = &msg
-			rp.ErrorRecords = recordErrors(res.err)
+			rp.ErrorRecords = wire.RecordErrors(res.err)
 		}
 	}
 	if ps.acks == -1 {
@@ -269,21 +267,4 @@ func (ps *produceState) finish() {
 		return
 	}
 	connOf(r).complete(s)
-}
-
-// recordErrors is Produce's RecordErrors (v8+, KIP-467) for a refused
-// append: the records err names (nvme.RecordsError) by their index in the
-// batch, with why; nil when err names none.
-func recordErrors(err error) []kmsg.ProduceResponseTopicPartitionErrorRecord {
-	var re *nvme.RecordsError
-	if !errors.As(err, &re) {
-		return nil
-	}
-	out := make([]kmsg.ProduceResponseTopicPartitionErrorRecord, len(re.Records))
-	for i, r := range re.Records {
-		out[i] = kmsg.NewProduceResponseTopicPartitionErrorRecord()
-		out[i].RelativeOffset = r.Index
-		out[i].ErrorMessage = kmsg.StringPtr(r.Message)
-	}
-	return out
 }

@@ -300,3 +300,33 @@ func (md *MetaDirs) Complete(clusterID string, nodeID int32) ([]string, error) {
 	}
 	return wrote, nil
 }
+
+// Start is what a broker does with its log directories at start: it loads
+// their meta.properties (LoadMetaDirs), checks them against the configured
+// cluster id (may be empty) and node id (Verify), and formats the
+// directories that have none (Complete), with the cluster id found on disk,
+// else the configured one, else a new one. With formatted set (a node
+// configured to join a quorum) a directory set with no meta.properties at
+// all is refused with ErrNotFormatted instead, so that a wiped disk never
+// founds a cluster of its own. It returns the cluster id and the
+// directories it wrote.
+func (md *MetaDirs) Start(clusterID string, nodeID int32, formatted bool) (string, []string, error) {
+	if err := md.Verify(clusterID, nodeID); err != nil {
+		return "", nil, err
+	}
+	if empty := md.Empty(); len(empty) > 0 && len(md.Props) == 0 && formatted {
+		return "", nil, fmt.Errorf("%w: %q has no meta.properties", ErrNotFormatted, empty[0])
+	}
+	if id := md.ClusterID(); id != "" {
+		clusterID = id
+	}
+	if clusterID == "" {
+		id, err := RandomUUID()
+		if err != nil {
+			return "", nil, err
+		}
+		clusterID = id.String()
+	}
+	wrote, err := md.Complete(clusterID, nodeID)
+	return clusterID, wrote, err
+}

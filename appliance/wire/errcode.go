@@ -5,6 +5,7 @@ import (
 
 	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // ErrCode maps an error to its Kafka error code, once, at the protocol
@@ -49,4 +50,21 @@ func ErrMessage(err error) *string {
 	}
 	msg := err.Error()
 	return &msg
+}
+
+// RecordErrors is Produce's RecordErrors (v8+, KIP-467) for a refused
+// append: the records err names (nvme.RecordsError) by their index in the
+// batch, with why; nil when err names none.
+func RecordErrors(err error) []kmsg.ProduceResponseTopicPartitionErrorRecord {
+	var re *nvme.RecordsError
+	if !errors.As(err, &re) {
+		return nil
+	}
+	out := make([]kmsg.ProduceResponseTopicPartitionErrorRecord, len(re.Records))
+	for i, r := range re.Records {
+		out[i] = kmsg.NewProduceResponseTopicPartitionErrorRecord()
+		out[i].RelativeOffset = r.Index
+		out[i].ErrorMessage = kmsg.StringPtr(r.Message)
+	}
+	return out
 }
