@@ -50,8 +50,8 @@ type frontEnd struct {
 	// apis is the dispatch table (newAPITable and the concept packages'
 	// Register functions); built in New, read-only afterwards.
 	apis *wire.Table
-	// warn limits the warnings of closed connections (connWarnLimit, Broker.warnConn).
-	warn connWarnLimit
+	// warn limits the warnings of closed connections (wire.WarnLimit, Broker.warnConn).
+	warn wire.WarnLimit
 
 	mu    sync.Mutex // guards conns and perIP (after ctl.mu in the lock order)
 	conns map[*conn]struct{}
