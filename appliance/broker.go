@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ringbroker/ringbroker/appliance/cleaner"
+	"github.com/ringbroker/ringbroker/appliance/fetchsession"
 	"github.com/ringbroker/ringbroker/appliance/metadata"
 	"github.com/ringbroker/ringbroker/appliance/metrics"
 	"github.com/ringbroker/ringbroker/appliance/quota"
@@ -52,6 +53,8 @@ type frontEnd struct {
 	apis *wire.Table
 	// warn limits the warnings of closed connections (wire.WarnLimit, Broker.warnConn).
 	warn wire.WarnLimit
+	// fetchSessions are the incremental fetch sessions (KIP-227).
+	fetchSessions *fetchsession.Cache
 
 	mu    sync.Mutex // guards conns and perIP (after ctl.mu in the lock order)
 	conns map[*conn]struct{}
@@ -170,6 +173,7 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 	b := &Broker{cfg: cfg, log: logger, front: frontEnd{conns: map[*conn]struct{}{}}, life: lifecycle{closing: make(chan struct{}), serveErr: make(chan error, 1)}}
 	b.store.tailReads = cfg.LogIOTailReads
 	b.ctl.lm = newLogManager(b)
+	b.front.fetchSessions = fetchsession.NewCache(int(cfg.FetchSessionSlots), uint64(time.Now().UnixNano()))
 	b.ctl.pub.Register(b.ctl.lm)
 	b.ctl.pub.Register(groupsListener{b})
 	b.ctl.pub.Register(securityListener{&b.ctl.sec})
@@ -177,6 +181,7 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 	b.authz = newAuthorizer(cfg, b.ctl.sec.ACLs)
 	b.front.apis = newAPITable(b)
 	b.metrics = newBrokerMetrics(b, b.front.apis)
+	b.registerFetchSessionMetrics()
 	q, err := quota.NewManager(cfg.Quota, b.metrics.Set())
 	if err != nil {
 		return nil, err

@@ -41,6 +41,7 @@ type Config struct {
 	MessageMaxBytes          int32
 	SocketRequestMaxBytes    int32
 	FetchMaxBytes            int32 // fetch.max.bytes: the most record bytes one Fetch answer carries (fetchState.trimToMaxBytes)
+	FetchSessionSlots        int32 // max.incremental.fetch.session.cache.slots (fetchsession.Cache)
 	RetentionCheckIntervalMs int64
 	Shards                   int
 	IOEngine                 string // netpoll | uring | auto
@@ -241,6 +242,7 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 	c.MessageMaxBytes = i32("message.max.bytes")
 	c.SocketRequestMaxBytes = i32("socket.request.max.bytes")
 	c.FetchMaxBytes = i32("fetch.max.bytes")
+	c.FetchSessionSlots = i32("max.incremental.fetch.session.cache.slots")
 	c.RetentionCheckIntervalMs = i64("log.retention.check.interval.ms")
 	c.ConnectionsMaxIdleMs = i64("connections.max.idle.ms")
 	c.MaxConnections = i32("max.connections")

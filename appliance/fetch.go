@@ -10,10 +10,13 @@ package appliance
 // returns that whole batch. With fewer than min_bytes available the request
 // parks on the partitions' waiter lists until an append wakes it or
 // max_wait_ms passes. OFFSET_OUT_OF_RANGE is returned only outside
-// [log start offset, log end offset]. Incremental fetch sessions (KIP-227)
-// are not kept: every response carries session id 0, which tells clients to
-// send full requests; a full request (session epoch 0 or -1) is answered
-// whatever session id it names. v13+ names topics by id (UNKNOWN_TOPIC_ID otherwise).
+// [log start offset, log end offset]. From v7, incremental fetch sessions
+// (KIP-227, fetchsession.Cache, Broker.fetchSessionAnswer): a full request
+// at session epoch 0 creates one when the cache lets it, an incremental
+// request names only the partitions whose position changed and is
+// answered with only those that have records, an error or a changed high
+// watermark, LSO or log start offset. v13+ names topics by id
+// (UNKNOWN_TOPIC_ID otherwise).
 // read_committed (isolation level 1) reads stop at the last stable offset
 // and carry the aborted transactions that overlap the fetched range, from
 // the partition's transaction index (nvme.Log.AbortedTxns); every response
@@ -23,6 +26,9 @@ package appliance
 
 import (
 	"errors"
+	"time"
+
+	"github.com/ringbroker/ringbroker/appliance/fetchsession"
 
 	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/ringbroker/ringbroker/nvme"
@@ -46,50 +52,76 @@ type fetchPartIn struct {
 func handleFetch(b *Broker, r *wire.Request) any {
 	req := r.Req.(*kmsg.FetchRequest)
 	fs := &stateOf(r).fetch
-	// Epoch 0 (INITIAL) and -1 (FINAL) make a full request, whatever the
-	// session id (Kafka closes the named session and answers in full); only an
-	// incremental request (epoch > 0) needs a session, and we keep none.
-	if req.SessionEpoch != 0 && req.SessionEpoch != -1 {
-		return fs.enc.encode(r.Version, kerr.FetchSessionIDNotFound.Code, 0, nil)
-	}
 	im := b.currentImage()
 	fs.reset(b, r, req, im)
-	for _, t := range req.Topics {
-		var topic *TopicImage
-		if r.Version >= 13 {
-			topic = im.TopicsByID[TopicID(t.TopicID)]
-		} else {
-			topic = im.Topics[t.Topic]
+	if r.Version >= 7 {
+		var code int16
+		if fs.sessKind, fs.sess, code = b.front.fetchSessions.Begin(req.SessionID, req.SessionEpoch, time.Now()); code != 0 {
+			return fs.enc.encode(r.Version, code, 0, nil)
 		}
+	}
+	if fs.sessKind == fetchsession.Incremental {
+		fs.addSessionParts()
+	}
+	for _, t := range req.Topics {
+		topic := fs.topicOf(TopicID(t.TopicID), t.Topic)
 		name, id := t.Topic, TopicID(t.TopicID)
 		if topic != nil {
 			name, id = topic.Name, topic.ID
 		}
+		if fs.sessKind == fetchsession.Incremental {
+			// The session has the valid ones (addSessionParts); the
+			// others are answered once, here.
+			fs.addRefused(t, topic, name, id)
+			continue
+		}
 		ot := fs.addTopic(name, id)
 		for _, p := range t.Partitions {
-			op := fetchPartOut{partition: p.Partition, hw: -1, lso: -1, logStart: -1, readCommitted: req.IsolationLevel == 1, maxBytes: p.PartitionMaxBytes}
-			switch {
-			case topic == nil && r.Version >= 13:
-				op.errCode = kerr.UnknownTopicID.Code
-			case b.topicDenied(r, kmsg.ACLOperationRead, ot.name): // security.Authorizer.TopicDenied
-				op.errCode = kerr.TopicAuthorizationFailed.Code
-			case topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions):
-				op.errCode = kerr.UnknownTopicOrPartition.Code
-			case r.Version < 10 && b.topicCompression(topic) == "zstd":
-				op.errCode = kerr.UnsupportedCompressionType.Code
-			default:
-				fs.ins = append(fs.ins, fetchPartIn{ti: len(fs.outs) - 1, pi: len(ot.parts), topic: topic, partition: p.Partition,
-					offset: p.FetchOffset, maxBytes: p.PartitionMaxBytes, leaderEpoch: p.CurrentLeaderEpoch, lastFetchedE: p.LastFetchedEpoch})
-			}
-			addFetchPart(ot, op)
+			fs.addPart(ot, topic, p.Partition, p.FetchOffset, p.PartitionMaxBytes, p.CurrentLeaderEpoch, p.LastFetchedEpoch, -1)
 		}
 	}
 	if len(fs.ins) == 0 {
-		return fs.enc.encode(r.Version, 0, 0, fs.outs)
+		return fs.enc.encode(r.Version, 0, fs.sessionAnswer(), fs.outs)
 	}
 	// Read on the owner shards, answering from the last (fetchState.begin).
 	fs.begin()
 	return wire.AnswerLater{}
+}
+
+// topicOf is the topic a request names: by id from v13, else by name.
+func (fs *fetchState) topicOf(id TopicID, name string) *TopicImage {
+	if fs.r.Version >= 13 {
+		return fs.im.TopicsByID[id]
+	}
+	return fs.im.Topics[name]
+}
+
+// refusal is why partition p of topic (nil: unknown) is not read, or 0.
+func (fs *fetchState) refusal(topic *TopicImage, name string, p int32) int16 {
+	switch {
+	case topic == nil && fs.r.Version >= 13:
+		return kerr.UnknownTopicID.Code
+	case fs.b.topicDenied(fs.r, kmsg.ACLOperationRead, name): // security.Authorizer.TopicDenied
+		return kerr.TopicAuthorizationFailed.Code
+	case topic == nil || p < 0 || int(p) >= len(topic.Partitions):
+		return kerr.UnknownTopicOrPartition.Code
+	case fs.r.Version < 10 && fs.b.topicCompression(topic) == "zstd":
+		return kerr.UnsupportedCompressionType.Code
+	}
+	return 0
+}
+
+// addPart adds partition p of ot's topic to the answer, and to the reads
+// unless it is refused; sessIdx is its index in the fetch session (-1:
+// none).
+func (fs *fetchState) addPart(ot *fetchTopicOut, topic *TopicImage, p int32, offset int64, maxBytes, leaderEpoch, lastFetched, sessIdx int32) {
+	op := fetchPartOut{partition: p, hw: -1, lso: -1, logStart: -1, readCommitted: fs.req.IsolationLevel == 1, maxBytes: maxBytes, sessIdx: sessIdx}
+	if op.errCode = fs.refusal(topic, ot.name, p); op.errCode == 0 {
+		op.read = true
+		fs.ins = append(fs.ins, fetchPartIn{ti: len(fs.outs) - 1, pi: len(ot.parts), topic: topic, partition: p,
+			offset: offset, maxBytes: maxBytes, leaderEpoch: leaderEpoch, lastFetchedE: lastFetched})
+	}
+	addFetchPart(ot, op)
 }
 
 // topicCompression is t's effective compression.type: its own config, else

@@ -23,6 +23,9 @@ type fetchPartOut struct {
 	hasRecords     bool  // false: no records (sent as empty, never null)
 	diverging      bool  // DivergingEpoch tag with divergingEpoch and hw as its end offset
 	divergingEpoch int32
+	read           bool  // read from its log (not refused): a full fetch's new session holds it
+	sessIdx        int32 // its index in the fetch session, -1: not a session partition
+	skip           bool  // an incremental answer leaves it out (fetchState.sessionAnswer)
 }
 
 // fetchTopicOut is one topic of a fetch response.
@@ -68,15 +71,28 @@ func (e *fetchEncoder) encode(version int16, errCode int16, sessionID int32, top
 		buf = binary.BigEndian.AppendUint16(buf, uint16(errCode))
 		buf = binary.BigEndian.AppendUint32(buf, uint32(sessionID))
 	}
-	buf = appendArrayLen(buf, flex, len(topics))
+	nt := 0
+	for i := range topics {
+		if sentParts(topics[i].parts) > 0 || len(topics[i].parts) == 0 {
+			nt++
+		}
+	}
+	buf = appendArrayLen(buf, flex, nt)
 	for _, t := range topics {
+		np := sentParts(t.parts)
+		if np == 0 && len(t.parts) > 0 {
+			continue // an incremental answer with nothing to say of this topic
+		}
 		if version >= 13 {
 			buf = append(buf, t.id[:]...)
 		} else {
 			buf = appendString(buf, flex, t.name)
 		}
-		buf = appendArrayLen(buf, flex, len(t.parts))
+		buf = appendArrayLen(buf, flex, np)
 		for _, p := range t.parts {
+			if p.skip {
+				continue
+			}
 			buf = binary.BigEndian.AppendUint32(buf, uint32(p.partition))
 			buf = binary.BigEndian.AppendUint16(buf, uint16(p.errCode))
 			buf = binary.BigEndian.AppendUint64(buf, uint64(p.hw))
@@ -147,6 +163,17 @@ func (e *fetchEncoder) encode(version int16, errCode int16, sessionID int32, top
 	}
 	e.buf = buf
 	return out
+}
+
+// sentParts counts the partitions of a response topic that are sent.
+func sentParts(parts []fetchPartOut) int {
+	n := 0
+	for i := range parts {
+		if !parts[i].skip {
+			n++
+		}
+	}
+	return n
 }
 
 // appendDivergingEpochTag writes tag 0 (DivergingEpoch: epoch int32,

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/fetchsession"
 	"github.com/ringbroker/ringbroker/appliance/quota"
 	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/ringbroker/ringbroker/nvme"
@@ -34,6 +35,14 @@ type fetchState struct {
 	outs []fetchTopicOut
 	ins  []fetchPartIn
 	enc  fetchEncoder
+
+	// The fetch session (KIP-227): what the request is to it, the session
+	// of an incremental one, and scratch for its changes.
+	sessKind  fetchsession.Kind
+	sess      *fetchsession.Session
+	upserts   []fetchsession.Part
+	forgotten []fetchsession.Key
+	newSess   []fetchsession.Part
 
 	// groupByShard's scratch: each in's rank, the count per rank, and the
 	// ins in their new order.
@@ -70,6 +79,7 @@ func (fs *fetchState) reset(b *Broker, r *wire.Request, req *kmsg.FetchRequest, 
 	fs.b, fs.r, fs.req, fs.im = b, r, req, im
 	fs.outs, fs.ins = fs.outs[:0], fs.ins[:0]
 	fs.i, fs.total, fs.anyErr, fs.full = 0, 0, false, false
+	fs.sessKind, fs.sess = fetchsession.Sessionless, nil
 }
 
 // goneCode is the error for a partition its shard no longer has. A topic
@@ -523,7 +533,7 @@ func (op *fetchPartOut) cut(n int32) {
 // finish answers with what the last pass read.
 func (fs *fetchState) finish() {
 	fs.lp.close()
-	fs.answer(fs.enc.encode(fs.r.Version, 0, 0, fs.outs), false)
+	fs.answer(fs.enc.encode(fs.r.Version, 0, fs.sessionAnswer(), fs.outs), false)
 }
 
 // restart begins another read pass from the first partition, on the

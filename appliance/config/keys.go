@@ -77,6 +77,7 @@ var configKeys = []Key{
 	{Name: "sasl.server.max.receive.size", Type: "int", Default: "524288", Doc: "largest request frame before SASL authentication"},
 	{Name: "socket.request.max.bytes", Type: "int", Default: "104857600", Doc: "largest request frame; larger frames close the connection"},
 	{Name: "fetch.max.bytes", Type: "int", Default: "57671680", Doc: "most record bytes one Fetch answer carries"},
+	{Name: "max.incremental.fetch.session.cache.slots", Type: "int", Default: "1000", Doc: "incremental fetch sessions (KIP-227) kept at most"},
 	{Name: "connections.max.idle.ms", Type: "long", Default: "600000", Doc: "idle connections are closed after this long"},
 	{Name: "max.connections", Type: "int", Default: "2147483647", Doc: "cap on open client connections"},
 	{Name: "max.connections.per.ip", Type: "int", Default: "2147483647", Doc: "cap on open client connections per address"},
