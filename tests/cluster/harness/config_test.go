@@ -1,9 +1,12 @@
 package harness
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestNodeConfigProperties(t *testing.T) {
@@ -54,5 +57,23 @@ func TestFreePortDistinct(t *testing.T) {
 			}
 			seen[key] = true
 		}
+	}
+}
+
+func TestWaitFor(t *testing.T) {
+	calls := 0
+	d, err := WaitFor(context.Background(), 5*time.Second, time.Millisecond, func() error {
+		calls++
+		if calls < 3 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	if err != nil || calls != 3 || d <= 0 {
+		t.Fatalf("WaitFor: %v after %d calls, %v", err, calls, d)
+	}
+	_, err = WaitFor(context.Background(), 20*time.Millisecond, time.Millisecond, func() error { return errors.New("never") })
+	if err == nil || err.Error() != "never" {
+		t.Fatalf("WaitFor past its timeout: %v, want cond's last error", err)
 	}
 }

@@ -145,6 +145,17 @@ func TestVerifyAckedAfterKill(t *testing.T) {
 	n.Kill()
 	n.Start()
 	n.MustReady()
+	adm := NewAdmin(t, c.Bootstrap())
+	Eventually(t, 30*time.Second, 0, func() error {
+		td, err := adm.ListTopics(ctx, topic)
+		if err != nil {
+			return err
+		}
+		if got := len(td[topic].Partitions); got != 3 {
+			return fmt.Errorf("topic %s has %d partitions after the restart, want 3", topic, got)
+		}
+		return nil
+	})
 	v := RequireAcked(t, 30*time.Second, c.Bootstrap(), acks)
 	if v.Checked != records || v.Read < records {
 		t.Errorf("verification checked %d and read %d, want %d", v.Checked, v.Read, records)
