@@ -42,7 +42,7 @@ cluster: build
 # test -run pattern).
 CLUSTER_TIMEOUT ?= 20m
 CLUSTER_RUN     ?= .
-test-cluster: build
+test-cluster: deps build
 	RB_REQUIRE_NETNS=1 RB_BIN=$(CURDIR)/$(BIN)/ringbroker $(GO) test -race -count=1 -timeout $(CLUSTER_TIMEOUT) -run '$(CLUSTER_RUN)' ./tests/cluster/...
 
 test: deps vet unit unit-direct unit-allocs integration-passes compat
