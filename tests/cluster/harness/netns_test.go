@@ -3,6 +3,7 @@ package harness
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -214,17 +215,12 @@ func TestNetnsStaleRemoved(t *testing.T) {
 	exited := make(chan error, 1)
 	go func() { exited <- sleeper.Wait() }()
 	// pids in a namespace show once the process has entered it.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		out, _ := run("ip", "netns", "pids", stale)
-		if strings.TrimSpace(out) != "" {
-			break
+	Eventually(t, 10*time.Second, pollInterval, func() error {
+		if out, _ := run("ip", "netns", "pids", stale); strings.TrimSpace(out) == "" {
+			return errors.New("the sleeper is not in the stale namespace yet")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the sleeper never showed in the stale namespace")
-		}
-		time.Sleep(pollInterval)
-	}
+		return nil
+	})
 	NewNetwork(t, 1)
 	if _, err := os.Stat(filepath.Join("/var/run/netns", stale)); err == nil {
 		t.Fatalf("stale namespace %s still exists", stale)

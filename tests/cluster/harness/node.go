@@ -267,12 +267,14 @@ func (n *Node) Stop() {
 	if err := n.signal(syscall.SIGSTOP); err != nil {
 		n.t.Fatalf("harness: Stop: %v", err)
 	}
-	deadline := time.Now().Add(killTimeout)
-	for !n.Stopped() {
-		if time.Now().After(deadline) {
-			n.t.Fatalf("harness: %s not stopped %v after SIGSTOP (state %q)", n, killTimeout, n.State())
+	_, err := WaitFor(context.Background(), killTimeout, pollInterval, func() error {
+		if st := n.State(); st != "T" {
+			return fmt.Errorf("state %q", st)
 		}
-		time.Sleep(pollInterval)
+		return nil
+	})
+	if err != nil {
+		n.t.Fatalf("harness: %s not stopped %v after SIGSTOP: %v", n, killTimeout, err)
 	}
 }
 

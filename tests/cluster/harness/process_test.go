@@ -194,3 +194,23 @@ func TestVerifyAckedAfterKill(t *testing.T) {
 		t.Error("porcupine accepts a read of a value that was never written")
 	}
 }
+
+// TestBrokerOnlyNode starts one combined controller and one broker-only
+// node (Options.Controllers): the broker is no voter and has no controller
+// listener.
+func TestBrokerOnlyNode(t *testing.T) {
+	c := New(t, Options{Nodes: 2, Controllers: 1, Props: smallProps})
+	ctl, br := c.Node(1), c.Node(2)
+	if want := fmt.Sprintf("1@%s", ctl.ControllerAddr()); c.Voters() != want {
+		t.Fatalf("voters %q, want %q", c.Voters(), want)
+	}
+	p := br.Config.PropertyMap()
+	if p["process.roles"] != "broker" || strings.Contains(p["listeners"], "CONTROLLER") || p["controller.quorum.voters"] != c.Voters() {
+		t.Fatalf("broker-only node's properties: %v", p)
+	}
+	if !strings.Contains(ctl.Config.PropertyMap()["listeners"], "CONTROLLER://"+ctl.ControllerAddr()) {
+		t.Fatalf("controller's listeners: %v", ctl.Config.PropertyMap()["listeners"])
+	}
+	br.Kill()
+	br.Restart()
+}
