@@ -309,24 +309,41 @@ func (nw *Network) Listen(i int, addr string) (net.Listener, error) {
 	return ln, err
 }
 
-// inNamespace runs fn on a new OS thread moved into the named network
-// namespace; sockets fn creates stay in that namespace. The thread is never
-// unlocked, so it ends with its goroutine and never runs other code.
+// inNamespace runs fn on an OS thread moved into the named network
+// namespace; sockets fn creates stay in that namespace. The thread goes
+// back to the test's namespace before it is unlocked; should that fail it
+// stays locked, and Go ends it with its goroutine. Ending threads is not
+// harmless: a child started from a thread gets its Pdeathsig when that
+// thread ends (not the process), so a node started earlier from the same
+// thread would be killed; an unlocked thread stays in Go's pool.
 func inNamespace(ns string, fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
+		orig, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("cannot open this thread's namespace: %w", err)
+			return
+		}
+		defer orig.Close()
 		f, err := os.Open("/var/run/netns/" + ns)
 		if err != nil {
+			runtime.UnlockOSThread()
 			errc <- fmt.Errorf("cannot open namespace %s: %w", ns, err)
 			return
 		}
 		defer f.Close()
 		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
 			errc <- fmt.Errorf("cannot enter namespace %s: %w", ns, err)
 			return
 		}
-		errc <- fn()
+		ferr := fn()
+		if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err == nil {
+			runtime.UnlockOSThread()
+		}
+		errc <- ferr
 	}()
 	return <-errc
 }
