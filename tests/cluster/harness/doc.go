@@ -38,7 +38,10 @@
 // SIGTERM to every node at once, kills what is left after ShutdownTimeout,
 // and logs the tail of every node log when the test failed; each process
 // also gets SIGKILL from the kernel should the test process die
-// (Pdeathsig), so no node outlives its test.
+// (Pdeathsig), so no node outlives its test. Pdeathsig follows the thread
+// that started the process: a test must not end an OS thread it locked
+// (runtime.LockOSThread without UnlockOSThread), or a node started from that
+// thread earlier is killed with it.
 //
 // # Networks
 //

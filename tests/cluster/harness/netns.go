@@ -209,7 +209,8 @@ func (nw *Network) Command(i int, name string, args ...string) *exec.Cmd {
 
 // Block cuts all traffic between nodes a and b, both ways (0 is the test
 // process): packets are dropped, so connections time out rather than
-// being refused. Established connections stop too.
+// being refused. Established connections stop too. While node i is blocked
+// from 0, its WaitReady and Probe (from the test process) fail.
 func (nw *Network) Block(a, b int) {
 	nw.t.Helper()
 	if a == b {
