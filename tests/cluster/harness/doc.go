@@ -51,9 +51,11 @@
 // namespace into that bridge, so the test process reaches every node.
 // Block(a, b), Isolate(i) and Partition(groups...) add iptables DROP rules
 // (chain RB-FAULTS in each node namespace; node 0 is the test process);
-// Heal flushes them. Dialer(i) and Listen(i, addr) open sockets inside node
-// i's namespace from this process. The kernel here has no netem: delay and
-// loss need a userspace proxy. Namespaces are deleted at the end of the
+// Loss(a, b, p) drops a share p of their packets (iptables' statistic
+// match); Dropped(i) counts what node i's rules dropped; Heal flushes them
+// all. Dialer(i) and Listen(i, addr) open sockets inside node
+// i's namespace from this process. The kernel here has no netem
+// (CONFIG_NET_SCH_NETEM is not set): delay needs a userspace proxy. Namespaces are deleted at the end of the
 // test, and those of dead test processes by the next NewNetwork.
 // RequireNetns skips a test where namespaces cannot be used (not root, no
 // iproute2 or iptables) and fails it when RB_REQUIRE_NETNS=1, as make

@@ -233,6 +233,47 @@ func (nw *Network) Block(a, b int) {
 	nw.blocked[key] = true
 }
 
+// Loss drops each packet between nodes a and b (0 is the test process)
+// with probability p, in each direction (iptables' statistic match: this kernel has
+// no netem). TCP goes on, slower, through retransmits. Heal removes it.
+func (nw *Network) Loss(a, b int, p float64) {
+	nw.t.Helper()
+	if a == b || p <= 0 || p > 1 {
+		nw.t.Fatalf("harness: Loss(%d, %d, %v)", a, b, p)
+	}
+	prob := strconv.FormatFloat(p, 'f', -1, 64)
+	// Once per direction: on the sender's way out, or for the test
+	// process (whose namespace the harness leaves alone) on the way in.
+	for _, pr := range [][2]int{{a, b}, {b, a}} {
+		ns, match, peer := nw.Namespace(pr[0]), "-d", nw.IP(pr[1])
+		if pr[0] == 0 {
+			ns, match, peer = nw.Namespace(pr[1]), "-s", nw.IP(0)
+		}
+		nw.must("ip", "netns", "exec", ns, nw.iptables, "-w", "-A", faultChain, match, peer,
+			"-m", "statistic", "--mode", "random", "--probability", prob, "-j", "DROP")
+	}
+}
+
+// Dropped is the number of packets node i's fault rules have dropped
+// since the last Heal.
+func (nw *Network) Dropped(i int) int64 {
+	nw.t.Helper()
+	out, err := run("ip", "netns", "exec", nw.Namespace(i), nw.iptables, "-w", "-L", faultChain, "-v", "-n", "-x")
+	if err != nil {
+		nw.t.Fatalf("harness: iptables -L in %s: %v: %s", nw.Namespace(i), err, out)
+	}
+	var n int64
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 2 && f[2] == "DROP" {
+			if v, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+				n += v
+			}
+		}
+	}
+	return n
+}
+
 // Isolate cuts node i off from every other node (not from the test
 // process: Block(i, 0) does that).
 func (nw *Network) Isolate(i int) {

@@ -149,6 +149,49 @@ func TestNetnsPartition(t *testing.T) {
 	}
 }
 
+// TestNetnsLoss drops a share of the packets between two namespaces:
+// data still gets through, and the rules count what they dropped.
+func TestNetnsLoss(t *testing.T) {
+	nw := NewNetwork(t, 2)
+	addr := nw.IP(2) + ":7000"
+	ln, err := nw.Listen(2, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	echoServer(t, ln)
+	c, err := dialFrom(nw, 1, addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	if nw.Dropped(1) != 0 {
+		t.Fatalf("%d packets dropped before any fault", nw.Dropped(1))
+	}
+	nw.Loss(1, 2, 0.1)
+	deadline := time.Now().Add(time.Minute)
+	for i := range 2000 {
+		if err := echo(c, r, fmt.Sprintf("line %d", i), time.Until(deadline)); err != nil {
+			t.Fatalf("line %d through 10%% loss: %v (dropped %d)", i, err, nw.Dropped(1))
+		}
+		if i >= 20 && nw.Dropped(1)+nw.Dropped(2) > 0 {
+			break
+		}
+	}
+	if d := nw.Dropped(1) + nw.Dropped(2); d == 0 {
+		t.Fatal("no packet dropped with 10% loss")
+	} else {
+		t.Logf("%d packets dropped", d)
+	}
+	nw.Heal()
+	if d := nw.Dropped(1) + nw.Dropped(2); d != 0 {
+		t.Fatalf("drop counters after Heal: %d", d)
+	}
+	if err := echo(c, r, "healed", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestNetnsCluster runs three formatted combined nodes, one per namespace,
 // on port 9092 of their own addresses, and isolates one of them.
 func TestNetnsCluster(t *testing.T) {
