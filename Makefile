@@ -11,18 +11,18 @@ UNIT_TIMEOUT        ?= 8m
 INTEGRATION_TIMEOUT ?= 15m
 FUZZTIME  ?= 30s
 
-.PHONY: all build run cluster test-cluster test deps vet unit integration integration-netpoll integration-uring integration-uring-direct integration-passes bench microbench fuzz lint clean unit-direct unit-allocs integration-direct crashloop compat compat-report
+.PHONY: help all build run cluster test-cluster test deps vet unit integration integration-netpoll integration-uring integration-uring-direct integration-passes bench microbench fuzz lint clean unit-direct unit-allocs integration-direct crashloop compat compat-report
 
 all: build
 
-build:
+build: ## build ringbroker, ringctl, ringdump, ringbench... into bin/
 	$(GO) build -o $(BIN)/ ./tools/...
 
 # Starts one broker on 127.0.0.1:9092 (from $(CONFIG)) with its log in ./data.
 # ARGS passes more flags, e.g. make run ARGS="--override listeners=PLAINTEXT://127.0.0.1:19092"
 ARGS ?=
-run: build
-	./$(BIN)/ringbroker $(CONFIG) --override log.dirs=./data $(ARGS)
+run: build ## start one broker on 127.0.0.1:9092 with data under ./data (ARGS="--override k=v")
+	$(BIN)/ringbroker $(CONFIG) --override log.dirs=./data $(ARGS)
 
 # Starts 3 combined nodes (broker and controller) in the foreground, node N on
 # 127.0.0.N (client port 9092, controller port 9093, metrics 9644) with its
@@ -31,9 +31,9 @@ run: build
 # the count; CLUSTER_ARGS passes -override key=value to every node.
 CLUSTER_NODES ?= 3
 CLUSTER_ARGS  ?=
-cluster: build
+cluster: build ## start 3 combined nodes on 127.0.0.1-3:9092 with data under ./data/node-N (Ctrl-C stops them)
 	$(GO) build -o $(BIN)/ ./tests/cluster/cmd/rbcluster
-	exec ./$(BIN)/rbcluster -bin ./$(BIN)/ringbroker -data ./data -nodes $(CLUSTER_NODES) $(CLUSTER_ARGS)
+	exec $(BIN)/rbcluster -bin $(BIN)/ringbroker -data ./data -nodes $(CLUSTER_NODES) $(CLUSTER_ARGS)
 
 # The multi-process cluster suite (tests/cluster: the harness's self-tests
 # and the cluster tests), real processes on loopback addresses and in network
@@ -42,7 +42,7 @@ cluster: build
 # test -run pattern).
 CLUSTER_TIMEOUT ?= 20m
 CLUSTER_RUN     ?= .
-test-cluster: deps build
+test-cluster: deps build ## the multi-process cluster suite (tests/cluster; root for namespaces; not in make test)
 	RB_REQUIRE_NETNS=1 RB_BIN=$(CURDIR)/$(BIN)/ringbroker $(GO) test -race -count=1 -timeout $(CLUSTER_TIMEOUT) -run '$(CLUSTER_RUN)' ./tests/cluster/...
 
 test: deps vet unit unit-direct unit-allocs integration-passes compat
@@ -106,7 +106,7 @@ compat:
 
 # Rewrites README.md's compat block from the newest build/compat results
 # (or COMPAT_RESULTS=file), on request only.
-compat-report:
+compat-report: ## rewrite README.md's compat block from the newest build/compat results
 	@f="$${COMPAT_RESULTS:-$$(ls -1 build/compat/*.json 2>/dev/null | tail -n 1)}"; \
 	if [ -z "$$f" ]; then echo "no results under build/compat: run make compat first (or set COMPAT_RESULTS=file)" >&2; exit 2; fi; \
 	go run ./tests/compat/report -readme README.md -readme-only "$$f" && echo "README.md compat block from $$f"
@@ -130,28 +130,28 @@ integration-uring-direct:
 
 # The long crash-safety loop: 50 kill -9 cycles under acks=all, both io modes.
 CRASHLOOP_CYCLES ?= 50
-crashloop:
+crashloop: ## 50 kill -9 cycles under acks=all in both I/O modes (CRASHLOOP_CYCLES)
 	for m in buffered direct; do \
 		RB_IO_MODE=$$m RB_CRASHLOOP_CYCLES=$(CRASHLOOP_CYCLES) $(GO) test -count=1 -timeout 30m -v -run '^TestCrashLoop$$' ./tests/integration/ || exit 1; \
 	done
 
 # The short end-to-end suite side by side with kfake and NATS JetStream
 # (bench/run-short.sh): bench/results/<date>-<host>.json, plots, README block.
-bench:
+bench: ## short benchmark suite beside kfake and NATS; rewrites the README's block
 	./bench/run-short.sh
 
-microbench:
+microbench: ## Go micro-benchmarks of every package
 	$(GO) test -run '^$$' -bench . -benchmem $(UNIT_PKGS)
 
-fuzz:
+fuzz: ## every fuzz target for FUZZTIME (30s) each
 	FUZZTIME=$(FUZZTIME) ./.ci/fuzz.sh
 
-lint:
+lint: ## gofmt -l and go vet
 	@out=$$(gofmt -l .); \
 	if [ -n "$$out" ]; then echo "gofmt -l reports:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-clean:
+clean: ## remove bin/ and ./data
 	rm -rf $(BIN) data bench/results/tmp
 
 # ---- install (operations; see systemd/) ------------------------------------
@@ -169,7 +169,7 @@ RB_USER    ?= ringbroker
 INSTALL_BINS = ringbroker ringctl ringdump
 
 .PHONY: install
-install:
+install: ## install binaries, systemd unit and config (PREFIX, DESTDIR)
 	mkdir -p $(BIN)
 	$(GO) build -trimpath -o $(BIN)/ $(addprefix ./tools/,$(INSTALL_BINS))
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(UNITDIR) \
@@ -193,3 +193,7 @@ install:
 		install -d -m 0750 $(DESTDIR)$(DATADIR); \
 	fi
 	@echo "installed; start with: systemctl enable --now ringbroker"
+
+# make help lists each target whose rule line carries a "## what it does" comment.
+help:
+	@awk -F':.*## ' '/^[a-z][a-z-]*:.*## /{printf "  %-22s %s\n",$$1,$$2}' $(MAKEFILE_LIST)

@@ -50,8 +50,8 @@ type frontEnd struct {
 	// apis is the dispatch table (newAPITable and the concept packages'
 	// Register functions); built in New, read-only afterwards.
 	apis *wire.Table
-	// warn limits the warnings of closed connections (connWarnLimit, Broker.warnConn).
-	warn connWarnLimit
+	// warn limits the warnings of closed connections (wire.WarnLimit, Broker.warnConn).
+	warn wire.WarnLimit
 
 	mu    sync.Mutex // guards conns and perIP (after ctl.mu in the lock order)
 	conns map[*conn]struct{}
@@ -103,7 +103,26 @@ type lifecycle struct {
 	closeOnce sync.Once
 	serveErr  chan error
 	startedAt time.Time
+	// stage is what Close is doing now (ShutdownStage); closed and total
+	// count the partitions closed while it closes them.
+	stage         atomic.Pointer[string]
+	closed, total atomic.Int64
 }
+
+// ShutdownStage says what Close is waiting for ("" before Close), for
+// the binary to log when a second SIGTERM or SIGINT arrives.
+func (b *Broker) ShutdownStage() string {
+	s := b.life.stage.Load()
+	if s == nil {
+		return ""
+	}
+	if *s == "closing partitions" {
+		return fmt.Sprintf("closing partitions (%d of %d closed)", b.life.closed.Load(), b.life.total.Load())
+	}
+	return *s
+}
+
+func (b *Broker) setStage(s string) { b.life.stage.Store(&s) }
 
 // shardState is what one shard owns. Its fields are touched only on the
 // shard's loop, except committer (safe for concurrent use) and the atomics.
@@ -290,6 +309,7 @@ func (b *Broker) Close() error {
 	var err error
 	b.life.closeOnce.Do(func() {
 		close(b.life.closing)
+		b.setStage("closing client connections")
 		b.metrics.Stop()
 		if b.front.engine != nil {
 			b.front.engine.Close()
@@ -306,14 +326,19 @@ func (b *Broker) Close() error {
 		case <-time.After(10 * time.Second):
 			b.log.Warn("connections still open after 10s, closing partitions anyway")
 		}
+		b.setStage("stopping the log cleaner")
 		b.stopCleaner() // before partitions close: a pass in flight is abandoned
+		b.setStage("writing share-group and log start offsets")
 		if b.coord.groups != nil {
 			b.coord.groups.share.FlushOnClose() // share-partition start offsets (share.Store)
 		}
 		b.writeLogStartOffsets()
+		b.setStage("closing partitions")
 		err = b.closePartitions()
+		b.setStage("stopping shards")
 		b.stopShards()
 		if b.ctl.meta != nil {
+			b.setStage("closing the metadata log")
 			err = errors.Join(err, b.ctl.meta.Close())
 		}
 		b.unlockLogDir()
@@ -356,8 +381,11 @@ func (b *Broker) closeShardPartitions(st *shardState, mu *sync.Mutex, failed *in
 		if st.retention != nil {
 			st.retention.Stop()
 		}
+		b.life.total.Add(int64(len(st.parts)))
 		for _, p := range st.parts {
-			if e := p.close(); e != nil {
+			e := p.close()
+			b.life.closed.Add(1)
+			if e != nil {
 				mu.Lock()
 				*failed++
 				if len(*errs) < 5 {

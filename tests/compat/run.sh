@@ -179,6 +179,7 @@ if want kafkago; then
 		--override message.max.bytes=200000000 --override log.cleaner.min.cleanable.ratio=0.01 \
 		--override authorizer.class.name=kafka.security.authorizer.AclAuthorizer --override allow.everyone.if.no.acl.found=true >\$OUT/kafkago-broker.log 2>&1 &
 	BP=\$!
+	trap 'kill \$BP 2>/dev/null; wait \$BP 2>/dev/null' EXIT
 	for _ in \$(seq 100); do (echo >/dev/tcp/127.0.0.1/9092) 2>/dev/null && break; sleep 0.1; done
 	"\$WORK/scramcreds" 127.0.0.1:9092 adminscram:256:admin-secret-256 adminscram:512:admin-secret-512 >\$OUT/kafkago-scramcreds.log 2>&1
 	export KAFKA_VERSION=3.7.0 KAFKA_SKIP_NETTEST=1 GOFLAGS=-mod=mod GOPROXY=off

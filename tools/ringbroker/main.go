@@ -30,6 +30,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/ringbroker/ringbroker/appliance"
 )
@@ -181,9 +182,27 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	signal.Stop(sigs)
 	_ = sdNotify("STOPPING=1")
-	return b.Close()
+	return closeReporting(b, sigs, logger)
+}
+
+// closeReporting closes b; a SIGTERM or SIGINT that arrives meanwhile does
+// not interrupt the shutdown (acknowledged data is being made durable) but
+// logs what it is waiting for and for how long.
+func closeReporting(b *appliance.Broker, sigs chan os.Signal, logger *slog.Logger) error {
+	defer signal.Stop(sigs)
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- b.Close() }()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case s := <-sigs:
+			logger.Warn("shutdown in progress; waiting for it to finish (kill -9 skips the clean shutdown, and the next start checks the logs)",
+				"signal", s.String(), "waiting_for", b.ShutdownStage(), "elapsed", time.Since(start).Round(time.Millisecond).String())
+		}
+	}
 }
 
 // warnUnknownKeys logs one warning per property that ringbroker does not
