@@ -28,12 +28,14 @@ run: build ## start one broker on 127.0.0.1:9092 with data under ./data (ARGS="-
 # 127.0.0.N (client port 9092, controller port 9093, metrics 9644) with its
 # data in ./data/node-N; the first run formats them with one new cluster id
 # kept in ./data/cluster.id. Ctrl-C stops all of them. CLUSTER_NODES changes
-# the count; CLUSTER_ARGS passes -override key=value to every node.
+# the count, CLUSTER_DATA the directory; CLUSTER_ARGS passes -override
+# key=value to every node.
 CLUSTER_NODES ?= 3
+CLUSTER_DATA  ?= ./data
 CLUSTER_ARGS  ?=
 cluster: build ## start 3 combined nodes on 127.0.0.1-3:9092 with data under ./data/node-N (Ctrl-C stops them)
 	$(GO) build -o $(BIN)/ ./tests/cluster/cmd/rbcluster
-	exec $(BIN)/rbcluster -bin $(BIN)/ringbroker -data ./data -nodes $(CLUSTER_NODES) $(CLUSTER_ARGS)
+	exec $(BIN)/rbcluster -bin $(BIN)/ringbroker -data $(CLUSTER_DATA) -nodes $(CLUSTER_NODES) $(CLUSTER_ARGS)
 
 # The multi-process cluster suite (tests/cluster: the harness's self-tests
 # and the cluster tests), real processes on loopback addresses and in network

@@ -119,3 +119,69 @@ func TestMakeCluster(t *testing.T) {
 		t.Fatalf("cluster ids %q: want one 22-character id kept across runs", ids)
 	}
 }
+
+// TestMakeClusterCtrlC runs `make cluster` as a terminal job (its own
+// process group) inside a namespace of its own, and sends SIGINT to the
+// group as Ctrl-C does: every node stops cleanly and nothing is left.
+func TestMakeClusterCtrlC(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Fatalf("make not found: %v", err)
+	}
+	nw := harness.NewNetwork(t, 1)
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	binDir, data := t.TempDir(), t.TempDir() // its own bin/: nothing of the checkout's is touched
+	var out syncBuffer
+	cmd := nw.Command(1, "make", "-s", "cluster", "BIN="+binDir, "CLUSTER_DATA="+data,
+		"CLUSTER_ARGS=-override offsets.topic.num.partitions=1 -override transaction.state.log.num.partitions=1")
+	cmd.Dir = root
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pgid := cmd.Process.Pid
+	t.Cleanup(func() { syscall.Kill(-pgid, syscall.SIGKILL) })
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	for _, host := range harness.LoopbackHosts(3) {
+		_, err := harness.WaitFor(context.Background(), 5*time.Minute, 100*time.Millisecond, func() error {
+			select {
+			case err := <-exited:
+				t.Fatalf("make cluster ended (%v) before serving:\n%s", err, out.String())
+			default:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			return harness.Probe(ctx, nw.Dialer(1), host+":9092")
+		})
+		if err != nil {
+			t.Fatalf("make cluster: %s:9092 does not answer: %v\n%s", host, err, out.String())
+		}
+	}
+	syscall.Kill(-pgid, syscall.SIGINT)
+	select {
+	case <-exited: // make's own status after an interrupt is not the point
+	case <-time.After(time.Minute):
+		t.Fatalf("make cluster still running a minute after Ctrl-C:\n%s", out.String())
+	}
+	_, err = harness.WaitFor(context.Background(), 30*time.Second, 100*time.Millisecond, func() error {
+		pids, _ := exec.Command("ip", "netns", "pids", nw.Namespace(1)).Output()
+		for _, p := range strings.Fields(string(pids)) {
+			if p != fmt.Sprint(os.Getpid()) {
+				return fmt.Errorf("process %s still runs in the namespace", p)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("after Ctrl-C: %v\n%s", err, out.String())
+	}
+	for n := 1; n <= 3; n++ {
+		if !strings.Contains(out.String(), fmt.Sprintf("rbcluster: node-%d exit status 0", n)) {
+			t.Errorf("node-%d did not stop cleanly:\n%s", n, out.String())
+		}
+	}
+}
