@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -72,6 +74,15 @@ func (n *Node) Addr() string { return n.Config.Addr() }
 
 // ControllerAddr is the controller listener's address, host:port.
 func (n *Node) ControllerAddr() string { return n.Config.ControllerAddr() }
+
+// MetricsAddr is the metrics.listener address (/metrics, /healthz,
+// /readyz), host:port, or "" when the node has none (Options.Metrics).
+func (n *Node) MetricsAddr() string {
+	if n.Config.MetricsPort == 0 {
+		return ""
+	}
+	return net.JoinHostPort(n.Config.Host, strconv.Itoa(n.Config.MetricsPort))
+}
 
 func (n *Node) String() string { return fmt.Sprintf("node %d (%s)", n.Config.ID, n.Addr()) }
 

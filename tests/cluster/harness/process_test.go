@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -199,8 +200,18 @@ func TestVerifyAckedAfterKill(t *testing.T) {
 // node (Options.Controllers): the broker is no voter and has no controller
 // listener.
 func TestBrokerOnlyNode(t *testing.T) {
-	c := New(t, Options{Nodes: 2, Controllers: 1, Props: smallProps})
+	c := New(t, Options{Nodes: 2, Controllers: 1, Props: smallProps, Metrics: true})
 	ctl, br := c.Node(1), c.Node(2)
+	for _, n := range c.Nodes {
+		resp, err := http.Get("http://" + n.MetricsAddr() + "/metrics")
+		if err != nil {
+			t.Fatalf("node %d metrics: %v", n.ID(), err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("node %d /metrics: %s", n.ID(), resp.Status)
+		}
+	}
 	if want := fmt.Sprintf("1@%s", ctl.ControllerAddr()); c.Voters() != want {
 		t.Fatalf("voters %q, want %q", c.Voters(), want)
 	}
