@@ -5,12 +5,13 @@ GO        ?= go
 BIN       := bin
 CONFIG    := config/server.properties
 # Unit packages: everything but the integration suite, which starts the real binary.
-UNIT_PKGS  = $(shell $(GO) list ./... | grep -v '/tests/integration')
+# The cluster suite (tests/cluster) runs in make test-cluster.
+UNIT_PKGS  = $(shell $(GO) list ./... | grep -v -e '/tests/integration' -e '/tests/cluster')
 UNIT_TIMEOUT        ?= 8m
 INTEGRATION_TIMEOUT ?= 15m
 FUZZTIME  ?= 30s
 
-.PHONY: help all build run test deps vet unit integration integration-netpoll integration-uring integration-uring-direct integration-passes bench microbench fuzz lint clean unit-direct unit-allocs integration-direct crashloop compat compat-report
+.PHONY: help all build run cluster test-cluster test deps vet unit integration integration-netpoll integration-uring integration-uring-direct integration-passes bench microbench fuzz lint clean unit-direct unit-allocs integration-direct crashloop compat compat-report
 
 all: build
 
@@ -22,6 +23,29 @@ build: ## build ringbroker, ringctl, ringdump, ringbench... into bin/
 ARGS ?=
 run: build ## start one broker on 127.0.0.1:9092 with data under ./data (ARGS="--override k=v")
 	$(BIN)/ringbroker $(CONFIG) --override log.dirs=./data $(ARGS)
+
+# Starts 3 combined nodes (broker and controller) in the foreground, node N on
+# 127.0.0.N (client port 9092, controller port 9093, metrics 9644) with its
+# data in ./data/node-N; the first run formats them with one new cluster id
+# kept in ./data/cluster.id. Ctrl-C stops all of them. CLUSTER_NODES changes
+# the count, CLUSTER_DATA the directory; CLUSTER_ARGS passes -override
+# key=value to every node.
+CLUSTER_NODES ?= 3
+CLUSTER_DATA  ?= ./data
+CLUSTER_ARGS  ?=
+cluster: build ## start 3 combined nodes on 127.0.0.1-3:9092 with data under ./data/node-N (Ctrl-C stops them)
+	$(GO) build -o $(BIN)/ ./tests/cluster/cmd/rbcluster
+	exec $(BIN)/rbcluster -bin $(BIN)/ringbroker -data $(CLUSTER_DATA) -nodes $(CLUSTER_NODES) $(CLUSTER_ARGS)
+
+# The multi-process cluster suite (tests/cluster: the harness's self-tests
+# and the cluster tests), real processes on loopback addresses and in network
+# namespaces; it needs root, and RB_REQUIRE_NETNS=1 makes a skip for want of
+# namespaces a failure. Not part of make test. CLUSTER_RUN narrows it (a go
+# test -run pattern).
+CLUSTER_TIMEOUT ?= 20m
+CLUSTER_RUN     ?= .
+test-cluster: deps build ## the multi-process cluster suite (tests/cluster; root for namespaces; not in make test)
+	RB_REQUIRE_NETNS=1 RB_BIN=$(CURDIR)/$(BIN)/ringbroker $(GO) test -race -count=1 -timeout $(CLUSTER_TIMEOUT) -run '$(CLUSTER_RUN)' ./tests/cluster/...
 
 test: deps vet unit unit-direct unit-allocs integration-passes compat
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the external clients the integration tests drive (kcat, confluent-kafka
-# and kafka-python for the system python3), only when they are missing.
+# and kafka-python for the system python3), and iproute2 and iptables for the
+# cluster suite's network namespaces (make test-cluster), only when they are missing.
 # Tolerant: without root (and without passwordless sudo) it warns and exits 0;
 # the tests then skip locally, and fail when CI is set.
 set -euo pipefail
@@ -8,6 +9,8 @@ set -euo pipefail
 PY=/usr/bin/python3
 missing=()
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+command -v iptables >/dev/null 2>&1 || missing+=(iptables)
 if ! [ -x "$PY" ] || ! "$PY" -c 'import confluent_kafka' >/dev/null 2>&1; then
 	missing+=(python3-confluent-kafka)
 fi
@@ -16,7 +19,7 @@ if ! [ -x "$PY" ] || ! "$PY" -c 'import kafka' >/dev/null 2>&1; then
 fi
 
 if [ ${#missing[@]} -eq 0 ]; then
-	echo "deps: kcat, python3-confluent-kafka, python3-kafka present"
+	echo "deps: kcat, python3-confluent-kafka, python3-kafka, iproute2, iptables present"
 	exit 0
 fi
 
