@@ -37,6 +37,9 @@ func (g groupsListener) Publish(_, _ *Image, d *metadata.Delta) error {
 // the records were applied to (an empty image at start). The error is the
 // log manager's: partitions that did not open (they are offline).
 func (b *Broker) publish(prev, next *Image) error {
+	if b.ctl.quorum != nil {
+		return nil // the quorum's loop published next when it applied it (quorumHost)
+	}
 	return b.ctl.pub.Publish(prev, next, b.ctl.image.Store)
 }
 
@@ -47,7 +50,7 @@ func (b *Broker) publish(prev, next *Image) error {
 // error is the commit's, unwrapped (callers wrap it with commitErr): once
 // committed, the records are in force, and a listener's error is logged.
 func (b *Broker) commitLocked(im *Image, recs []MetadataRecord) (*Image, error) {
-	next, err := b.ctl.meta.Commit(im, recs)
+	next, err := b.ctl.commit(im, recs)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +69,7 @@ func (b *Broker) applyCommitted(recs []MetadataRecord) error {
 	b.ctl.mu.Lock()
 	defer b.ctl.mu.Unlock()
 	im := b.currentImage()
-	next, err := b.ctl.meta.Commit(im, recs)
+	next, err := b.ctl.commit(im, recs)
 	if err != nil {
 		return err
 	}
