@@ -303,7 +303,7 @@ type requestHeader struct {
 func readRequest(b []byte) (requestHeader, kmsg.Request, error) {
 	var h requestHeader
 	if len(b) < 10 {
-		return h, nil, errors.New("request shorter than its header")
+		return h, nil, fmt.Errorf("%w: request shorter than its header", kerr.InvalidRequest)
 	}
 	h.key = int16(binary.BigEndian.Uint16(b))
 	h.version = int16(binary.BigEndian.Uint16(b[2:]))
@@ -311,7 +311,7 @@ func readRequest(b []byte) (requestHeader, kmsg.Request, error) {
 	n := int(int16(binary.BigEndian.Uint16(b[8:])))
 	b = b[10:]
 	if n > len(b) {
-		return h, nil, errors.New("client id beyond the request")
+		return h, nil, fmt.Errorf("%w: client id beyond the request", kerr.InvalidRequest)
 	}
 	if n > 0 {
 		h.clientID, b = string(b[:n]), b[n:]
@@ -324,7 +324,7 @@ func readRequest(b []byte) (requestHeader, kmsg.Request, error) {
 	if req.IsFlexible() {
 		var err error
 		if b, err = skipTags(b); err != nil {
-			return h, nil, err
+			return h, nil, fmt.Errorf("%w: %s header: %v", kerr.InvalidRequest, kmsg.NameForKey(h.key), err)
 		}
 	}
 	if err := req.ReadFrom(b); err != nil {
