@@ -38,8 +38,11 @@ func (h quorumHost) Serve(f *controller.Forwarded) kmsg.Response {
 // openQuorum starts the quorum and waits (bounded) until it knows a
 // leader and applied what is committed; it returns the image then.
 func (b *Broker) openQuorum() (*Image, error) {
-	c := b.cfg.Cluster
-	q, err := controller.Open(controller.Options{NodeID: b.cfg.NodeID, Voters: c.Voters, Listen: c.ControllerListeners[0].Addr,
+	c, listen := b.cfg.Cluster, ""
+	if c.Controller && len(c.ControllerListeners) > 0 {
+		listen = c.ControllerListeners[0].Addr
+	}
+	q, err := controller.Open(controller.Options{NodeID: b.cfg.NodeID, Voters: c.Voters, Listen: listen,
 		Dir: filepath.Join(b.cfg.LogDir, metadata.Topic+"-0"), ElectionTimeout: time.Duration(c.ElectionTimeoutMs) * time.Millisecond,
 		SnapshotBytes: b.cfg.MetadataSnapshotBytes, Checks: imageChecks{}, Logger: b.log}, quorumHost{b})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -76,6 +77,9 @@ func Open(o Options, host Host) (*Quorum, error) {
 	}
 	if o.CommitTimeout <= 0 {
 		o.CommitTimeout = 30 * time.Second
+	}
+	if o.Listen == "" || !slices.ContainsFunc(o.Voters, func(v config.Voter) bool { return v.ID == o.NodeID }) {
+		return nil, fmt.Errorf("cannot join the metadata quorum as node %d: only voters are implemented (a node with the controller role, a controller listener and its id in controller.quorum.voters); brokers that only observe the quorum and controller.quorum.bootstrap.servers alone are later work", o.NodeID)
 	}
 	q := &Quorum{opts: o, host: host, log: o.Logger, addrs: map[int32]string{}, ready: make(chan struct{})}
 	q.app = &app{host: host, log: o.Logger, cur: metadata.NewImage(o.Checks), checks: o.Checks, rejected: map[uint64]error{}}
