@@ -2,8 +2,9 @@ package appliance
 
 // The metadata publisher. A change reaches this node as committed records:
 // proposed by this node's controller (metadata.Controller), replayed from
-// the metadata log at start (metadata.OpenLog), or, once the quorum exists,
-// replicated from its leader. Whatever the source, the records are applied
+// the metadata log at start (metadata.OpenLog), or, with
+// controller.quorum.voters, committed by the metadata quorum
+// (appliance/controller, quorum_glue.go). Whatever the source, the records are applied
 // to the image in force (Image.Apply, values only), and the new image is
 // published here: the delta between the two goes to the listeners, which
 // is the only way the node learns of partitions to open, configs to apply
@@ -18,6 +19,10 @@ package appliance
 // SCRAM credentials, and quotaListener the quota table, when the delta
 // changes them. publish runs under the controller mutex (or before
 // serving, at start), so deltas are handed on one at a time, in log order.
+// With a quorum, every delta is handed on by the quorum's loop goroutine
+// (quorumHost.Publish), one at a time, in log order, without the
+// controller mutex (the controller holds it while its batch commits and
+// is applied there); b.publish is then a no-op.
 
 import "github.com/ringbroker/ringbroker/appliance/metadata"
 
