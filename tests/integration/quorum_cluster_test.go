@@ -198,6 +198,11 @@ func (nd *quorumNode) leaderTerm() int {
 	return best
 }
 
+func logContains(path, what string) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && strings.Contains(string(b), what)
+}
+
 // activeController is the running node that became leader in the highest
 // term, and that term.
 func activeController(nodes []*quorumNode) (*quorumNode, int) {
@@ -251,7 +256,8 @@ func createVia(t *testing.T, nd *quorumNode, adm *kadm.Client, topic string, par
 
 // TestQuorumThreeNodes: three combined nodes with controller.quorum.voters
 // elect an active controller; CreateTopics sent to a node that is not it
-// is forwarded and every node's Metadata shows the topic; after kill -9 of
+// is forwarded and every node's Metadata shows the topic (as configs and
+// deletions sent to it: IncrementalAlterConfigs, DeleteTopics); after kill -9 of
 // the active controller a new one is elected (timed), a topic created
 // through a survivor appears on both, and the killed node, restarted,
 // catches up: every node lists the same topics with the same ids and
@@ -277,6 +283,10 @@ func TestQuorumThreeNodes(t *testing.T) {
 		t.Fatalf("CreateTopics through node %d (not the controller): %v", follower.id, err)
 	}
 	created["q-one"] = 3
+	// The change ran on the active controller, not on the node asked.
+	if logContains(follower.logPath, `msg="created topic" topic=q-one `) || !logContains(lead.logPath, `msg="created topic" topic=q-one `) {
+		t.Fatalf("q-one was not created by the active controller (node %d) on behalf of node %d", lead.id, follower.id)
+	}
 
 	checkAll := func(live []*quorumNode) []string {
 		t.Helper()
@@ -307,6 +317,55 @@ func TestQuorumThreeNodes(t *testing.T) {
 		return want
 	}
 	checkAll(nodes)
+
+	// Configs and deletions sent to a non-leader are forwarded too.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	retention := "3600000"
+	ar, err := adms[follower.id-1].AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: &retention}}, "q-one")
+	if err == nil {
+		_, err = ar.On("q-one", nil)
+	}
+	if err != nil {
+		t.Fatalf("IncrementalAlterConfigs through node %d: %v", follower.id, err)
+	}
+	for _, nd := range nodes {
+		waitFor(t, 30*time.Second, fmt.Sprintf("node %d applying retention.ms", nd.id), func() bool {
+			rc, err := adms[nd.id-1].DescribeTopicConfigs(ctx, "q-one")
+			if err != nil {
+				return false
+			}
+			c, err := rc.On("q-one", nil)
+			if err != nil {
+				return false
+			}
+			for _, kv := range c.Configs {
+				if kv.Key == "retention.ms" && kv.Value != nil && *kv.Value == retention {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	if err := createVia(t, follower, adms[follower.id-1], "q-gone", 1); err != nil {
+		t.Fatal(err)
+	}
+	dr, err := adms[follower.id-1].DeleteTopics(ctx, "q-gone")
+	if err == nil {
+		var r kadm.DeleteTopicResponse
+		if r, err = dr.On("q-gone", nil); err == nil {
+			err = r.Err
+		}
+	}
+	if err != nil {
+		t.Fatalf("DeleteTopics through node %d: %v", follower.id, err)
+	}
+	for _, nd := range nodes {
+		waitFor(t, 30*time.Second, fmt.Sprintf("node %d dropping q-gone", nd.id), func() bool {
+			got, err := topicsOf(t, nd, adms[nd.id-1])
+			return err == nil && !slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, "q-gone:") })
+		})
+	}
 
 	// kill -9 of the active controller; a survivor must become it, a
 	// topic created through a survivor appears on both, and the killed
