@@ -420,4 +420,12 @@ func TestQuorumThreeNodes(t *testing.T) {
 		}
 	}
 	t.Logf("all nodes: %v", final)
+	for _, nd := range nodes {
+		for i := 1; i <= nd.starts; i++ {
+			path := filepath.Join(nd.logDir, fmt.Sprintf("node-%d-%d.log", nd.id, i))
+			if logContains(path, "a metadata listener failed") || logContains(path, "does not apply to the image") {
+				t.Errorf("node %d (start %d) failed to apply a committed change:\n%s", nd.id, i, tailFile(path))
+			}
+		}
+	}
 }
