@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ringbroker/ringbroker/appliance/cleaner"
+	"github.com/ringbroker/ringbroker/appliance/controller"
 	"github.com/ringbroker/ringbroker/appliance/fetchsession"
 	"github.com/ringbroker/ringbroker/appliance/metadata"
 	"github.com/ringbroker/ringbroker/appliance/metrics"
@@ -66,6 +67,10 @@ type frontEnd struct {
 type controlPlane struct {
 	mu   sync.Mutex // serialises metadata changes (the controller)
 	meta *metadata.Log
+	// quorum is the metadata quorum (controller.quorum.voters set;
+	// quorum_glue.go), nil without: then meta commits alone.
+	quorum      *controller.Quorum
+	quorumReady atomic.Bool // the quorum caught up at start
 
 	// image is the image in force; readers load it without locking.
 	image atomic.Pointer[Image]
@@ -180,6 +185,7 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 	b.ctl.pub.Register(quotaListener{b})
 	b.authz = newAuthorizer(cfg, b.ctl.sec.ACLs)
 	b.front.apis = newAPITable(b)
+	controller.WrapAdmin(b.front.apis, func() *controller.Quorum { return b.ctl.quorum })
 	b.metrics = newBrokerMetrics(b, b.front.apis)
 	b.registerFetchSessionMetrics()
 	q, err := quota.NewManager(cfg.Quota, b.metrics.Set())
@@ -224,11 +230,14 @@ func (b *Broker) Start() (err error) {
 		return err
 	}
 	b.probeStorage()
-	meta, im, err := metadata.OpenLog(b.cfg.LogDir, b.log, metadata.LogOptions{SnapshotBytes: b.cfg.MetadataSnapshotBytes, Checks: imageChecks{}})
-	if err != nil {
-		return err
+	im := emptyImage()
+	if !b.cfg.Cluster.QuorumConfigured() {
+		meta, mim, err := metadata.OpenLog(b.cfg.LogDir, b.log, metadata.LogOptions{SnapshotBytes: b.cfg.MetadataSnapshotBytes, Checks: imageChecks{}})
+		if err != nil {
+			return err
+		}
+		b.ctl.meta, im = meta, mim
 	}
-	b.ctl.meta = meta
 
 	plan, err := b.planEngine()
 	if err != nil {
@@ -253,8 +262,12 @@ func (b *Broker) Start() (err error) {
 	// Every partition is opened by the log manager from the delta between
 	// an empty image and the replayed one, as later changes are.
 	b.ctl.lm.startOffsets = b.readLogStartOffsets()
-	err = b.publish(emptyImage(), im)
-	b.ctl.lm.startOffsets = nil
+	if b.cfg.Cluster.QuorumConfigured() {
+		im, err = b.openQuorum() // publishes what it applies; clears startOffsets once caught up
+	} else {
+		err = b.publish(emptyImage(), im)
+		b.ctl.lm.startOffsets = nil
+	}
 	if err != nil {
 		b.abortStart()
 		return err
@@ -346,6 +359,9 @@ func (b *Broker) Close() error {
 			b.setStage("closing the metadata log")
 			err = errors.Join(err, b.ctl.meta.Close())
 		}
+		if b.ctl.quorum != nil {
+			err = errors.Join(err, b.ctl.quorum.Close())
+		}
 		b.unlockLogDir()
 		b.log.Info("ringbroker stopped", "uptime", time.Since(b.life.startedAt).Round(time.Millisecond).String())
 	})
@@ -418,6 +434,10 @@ func (b *Broker) abortStart() {
 			b.log.Warn("closing the metadata log after a failed start", "err", err)
 		}
 		b.ctl.meta = nil
+	}
+	if b.ctl.quorum != nil {
+		_ = b.ctl.quorum.Close() // its error is the start's
+		b.ctl.quorum = nil
 	}
 }
 

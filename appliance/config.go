@@ -248,7 +248,7 @@ func ConfigFromProperties(props map[string]string) (Config, error) {
 	c.MaxConnections = i32("max.connections")
 	c.MaxConnectionsPerIP = i32("max.connections.per.ip")
 	if err == nil {
-		c.MaxConnectionsPerIPOverrides, err = parseConnOverrides(get("max.connections.per.ip.overrides"))
+		c.MaxConnectionsPerIPOverrides, err = config.ParseConnOverrides(get("max.connections.per.ip.overrides"))
 	}
 	c.ProducerIDExpirationMs = i64("producer.id.expiration.ms")
 	c.Shards = int(i32("shards"))

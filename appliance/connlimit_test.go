@@ -8,23 +8,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/config"
 	"github.com/ringbroker/ringbroker/internal/wait"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func TestParseConnOverrides(t *testing.T) {
-	got, err := parseConnOverrides(" 127.0.0.1:5, [::1]:7,::ffff:10.0.0.1:0 ")
+	got, err := config.ParseConnOverrides(" 127.0.0.1:5, [::1]:7,::ffff:10.0.0.1:0 ")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 3 || got["127.0.0.1"] != 5 || got["::1"] != 7 || got["10.0.0.1"] != 0 {
 		t.Fatalf("parsed %v", got)
 	}
-	if m, err := parseConnOverrides(""); err != nil || m != nil {
+	if m, err := config.ParseConnOverrides(""); err != nil || m != nil {
 		t.Fatalf("empty: %v %v", m, err)
 	}
 	for _, bad := range []string{"localhost:3", "127.0.0.1", "127.0.0.1:-1", "127.0.0.1:x", ":4", "1.2.3.4:99999999999"} {
-		if _, err := parseConnOverrides(bad); err == nil {
+		if _, err := config.ParseConnOverrides(bad); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
 	}

@@ -49,7 +49,9 @@
 //     one goroutine per request that has to wait (acks=all, long polls,
 //     metadata changes);
 //   - the controller (ctl.mu) serialises metadata changes; readers load the
-//     immutable Image from an atomic pointer without locking;
+//     immutable Image from an atomic pointer without locking; with a
+//     metadata quorum (appliance/controller) its loop goroutine publishes
+//     every committed change, without ctl.mu;
 //   - a share-partition (appliance/share) is owned by its topic
 //     partition's shard (share.Store's per-shard maps); share groups by
 //     their __consumer_offsets partition's shard; share sessions are

@@ -26,14 +26,18 @@ func (h ctlHost) Unlock()       { h.b.ctl.mu.Unlock() }
 func (h ctlHost) Image() *Image { return h.b.currentImage() }
 
 func (h ctlHost) Commit(im *Image, recs []MetadataRecord) (*Image, error) {
-	return h.b.ctl.meta.Commit(im, recs)
+	return h.b.ctl.commit(im, recs)
 }
 
-func (h ctlHost) DeferUndo(after int64, recs []MetadataRecord) { h.b.ctl.meta.DeferUndo(after, recs) }
-func (h ctlHost) Publish(prev, next *Image) error              { return h.b.publish(prev, next) }
-func (h ctlHost) Logger() *slog.Logger                         { return h.b.log }
-func (h ctlHost) PartitionDir(topic string, p int32) string    { return h.b.partitionDir(topic, p) }
-func (h ctlHost) InternalTopic(name string) bool               { return isInternalTopic(name) }
+func (h ctlHost) DeferUndo(after int64, recs []MetadataRecord) {
+	if h.b.ctl.meta != nil { // the quorum has no undo: its commits are final
+		h.b.ctl.meta.DeferUndo(after, recs)
+	}
+}
+func (h ctlHost) Publish(prev, next *Image) error           { return h.b.publish(prev, next) }
+func (h ctlHost) Logger() *slog.Logger                      { return h.b.log }
+func (h ctlHost) PartitionDir(topic string, p int32) string { return h.b.partitionDir(topic, p) }
+func (h ctlHost) InternalTopic(name string) bool            { return isInternalTopic(name) }
 
 func (h ctlHost) Settings() metadata.Settings {
 	c := h.b.cfg
@@ -62,6 +66,9 @@ func (b *Broker) controller() metadata.Controller { return metadata.NewControlle
 // createTopic is the controller's CreateTopic: auto-creation and the
 // coordinators' internal topics.
 func (b *Broker) createTopic(spec TopicSpec, validateOnly bool) (*TopicImage, error) {
+	if q := b.ctl.quorum; q != nil && !validateOnly {
+		return q.CreateTopic(spec, 0, b.controller().CreateTopic, b.currentImage)
+	}
 	return b.controller().CreateTopic(spec, validateOnly)
 }
 

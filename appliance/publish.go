@@ -2,8 +2,9 @@ package appliance
 
 // The metadata publisher. A change reaches this node as committed records:
 // proposed by this node's controller (metadata.Controller), replayed from
-// the metadata log at start (metadata.OpenLog), or, once the quorum exists,
-// replicated from its leader. Whatever the source, the records are applied
+// the metadata log at start (metadata.OpenLog), or, with
+// controller.quorum.voters, committed by the metadata quorum
+// (appliance/controller, quorum_glue.go). Whatever the source, the records are applied
 // to the image in force (Image.Apply, values only), and the new image is
 // published here: the delta between the two goes to the listeners, which
 // is the only way the node learns of partitions to open, configs to apply
@@ -18,6 +19,10 @@ package appliance
 // SCRAM credentials, and quotaListener the quota table, when the delta
 // changes them. publish runs under the controller mutex (or before
 // serving, at start), so deltas are handed on one at a time, in log order.
+// With a quorum, every delta is handed on by the quorum's loop goroutine
+// (quorumHost.Publish), one at a time, in log order, without the
+// controller mutex (the controller holds it while its batch commits and
+// is applied there); b.publish is then a no-op.
 
 import "github.com/ringbroker/ringbroker/appliance/metadata"
 
@@ -37,6 +42,9 @@ func (g groupsListener) Publish(_, _ *Image, d *metadata.Delta) error {
 // the records were applied to (an empty image at start). The error is the
 // log manager's: partitions that did not open (they are offline).
 func (b *Broker) publish(prev, next *Image) error {
+	if b.ctl.quorum != nil {
+		return nil // the quorum's loop published next when it applied it (quorumHost)
+	}
 	return b.ctl.pub.Publish(prev, next, b.ctl.image.Store)
 }
 
@@ -47,7 +55,7 @@ func (b *Broker) publish(prev, next *Image) error {
 // error is the commit's, unwrapped (callers wrap it with commitErr): once
 // committed, the records are in force, and a listener's error is logged.
 func (b *Broker) commitLocked(im *Image, recs []MetadataRecord) (*Image, error) {
-	next, err := b.ctl.meta.Commit(im, recs)
+	next, err := b.ctl.commit(im, recs)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +74,7 @@ func (b *Broker) applyCommitted(recs []MetadataRecord) error {
 	b.ctl.mu.Lock()
 	defer b.ctl.mu.Unlock()
 	im := b.currentImage()
-	next, err := b.ctl.meta.Commit(im, recs)
+	next, err := b.ctl.commit(im, recs)
 	if err != nil {
 		return err
 	}

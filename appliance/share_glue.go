@@ -161,7 +161,7 @@ func (b *Broker) alterGroupConfigs(group string, ops []kmsg.IncrementalAlterConf
 	}
 	b.ctl.mu.Lock()
 	defer b.ctl.mu.Unlock()
-	next, err := b.ctl.meta.Commit(b.currentImage(), recs)
+	next, err := b.ctl.commit(b.currentImage(), recs)
 	if err != nil {
 		return commitErr(err)
 	}

@@ -22,8 +22,9 @@ const Topic = "__cluster_metadata"
 // Kafka record (a log of JSON records, as written before, is upgraded
 // once: Log.upgradeMetadataLog), with snapshots of the image beside it
 // (writeSnapshot, Log.loadLatestSnapshot). It is
-// the seam that the Raft quorum will replicate: today one node appends,
-// fdatasyncs and applies. Not safe for concurrent use: the controller mutex
+// the log of a node without controller.quorum.voters: one node appends,
+// fdatasyncs and applies. With voters, appliance/controller keeps the
+// Raft log and snapshots in the same directory instead. Not safe for concurrent use: the controller mutex
 // serialises it.
 type Log struct {
 	log    *nvme.Log

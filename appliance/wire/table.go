@@ -71,6 +71,17 @@ func (t *Table) Register(a API) {
 	t.n++
 }
 
+// Wrap replaces the handler of key, when registered, with wrap(the
+// handler) (the controller quorum forwards admin APIs this way), and
+// reports whether it was registered. Only while the table is built.
+func (t *Table) Wrap(key int16, wrap func(Handler) Handler) bool {
+	if key < 0 || int(key) >= len(t.apis) || t.apis[key].Handle == nil {
+		return false
+	}
+	t.apis[key].Handle = wrap(t.apis[key].Handle)
+	return true
+}
+
 // Lookup returns the API registered for key.
 func (t *Table) Lookup(key int16) (API, bool) {
 	if key < 0 || int(key) >= len(t.apis) || t.apis[key].Handle == nil {

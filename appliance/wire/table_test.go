@@ -135,3 +135,23 @@ func TestRequestAllowed(t *testing.T) {
 		t.Fatalf("authorizer asked %d times, want 6", az.asked)
 	}
 }
+
+// TestTableWrap: Wrap replaces a registered handler with one that may
+// call it, and refuses keys that are not registered.
+func TestTableWrap(t *testing.T) {
+	tb := NewTable()
+	tb.Register(API{Key: 19, Min: 0, Max: 7, Handle: func(*Request) any { return "inner" }})
+	if tb.Wrap(20, func(h Handler) Handler { return h }) {
+		t.Fatal("Wrap of an unregistered key reported true")
+	}
+	if !tb.Wrap(19, func(h Handler) Handler { return func(r *Request) any { return "outer:" + h(r).(string) } }) {
+		t.Fatal("Wrap of a registered key reported false")
+	}
+	a, _ := tb.Lookup(19)
+	if got := a.Handle(&Request{}); got != "outer:inner" {
+		t.Fatalf("wrapped handler answered %v", got)
+	}
+	if tb.Len() != 1 || a.Max != 7 {
+		t.Fatalf("Wrap changed the table: len %d, api %+v", tb.Len(), a)
+	}
+}

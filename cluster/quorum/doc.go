@@ -22,7 +22,8 @@
 //     MemStorage (in memory, for tests).
 //   - Transport: TCPTransport (length-prefixed raftpb messages, one
 //     connection per peer, reconnect with backoff, bounded queues that
-//     drop), Hub (in-process, for tests) and Faults (drop, duplicate,
+//     drop; connections that open with a Kafka request are handed to
+//     TCPConfig.Requests, for Envelope forwarding), Hub (in-process, for tests) and Faults (drop, duplicate,
 //     reorder, delay, partition; per link, seeded).
 //
 // A new quorum bootstraps from Config.Voters: every voter whose storage

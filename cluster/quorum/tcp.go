@@ -26,6 +26,12 @@ import (
 //
 // Frames flow one way on a connection: each node dials each peer and
 // only writes on that connection; it only reads on the ones it accepts.
+//
+// The listener also takes Kafka requests (TCPConfig.Requests): a Kafka
+// request frame has the same length prefix, then its API key, an int16
+// below 256, so its first byte is 0, where a raftpb.Message's first
+// byte is a protobuf field tag, never 0. An accepted connection whose
+// first frame starts with 0 is handed over whole.
 
 // DefaultMaxFrame is the largest frame TCPTransport reads by default:
 // room for a snapshot of the metadata image.
@@ -101,6 +107,12 @@ type TCPConfig struct {
 	MinBackoff, MaxBackoff time.Duration
 	// MaxFrame is the largest frame accepted (default DefaultMaxFrame).
 	MaxFrame int
+	// Requests, when set, is handed the accepted connections whose first
+	// frame is a Kafka request (see the frame comment), with a reader
+	// that still holds that frame; it owns the connection and runs on
+	// the connection's goroutine. Close closes the connection under it.
+	// Nil: such a connection is closed as a bad frame.
+	Requests func(conn net.Conn, r *bufio.Reader)
 }
 
 // TCPStats counts a TCPTransport's work.
@@ -365,6 +377,12 @@ func (t *TCPTransport) read(conn net.Conn, h Handler) {
 		conn.Close()
 	}()
 	r := bufio.NewReaderSize(conn, 64<<10)
+	if t.cfg.Requests != nil {
+		if hdr, err := r.Peek(5); err == nil && hdr[4] == 0 {
+			t.cfg.Requests(conn, r)
+			return
+		}
+	}
 	var buf []byte
 	for {
 		b, nb, err := readFrame(r, buf, t.cfg.MaxFrame)

@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -309,5 +310,67 @@ func TestTCPBadFrameClosesConnection(t *testing.T) {
 			t.Fatalf("after bad frame %x: read %v, want EOF (closed by the transport)", bad, err)
 		}
 		conn.Close()
+	}
+}
+
+// TestTCPHandsOverKafkaRequests: a connection whose first frame starts
+// with a 0 byte (a Kafka request's API key) goes to TCPConfig.Requests
+// with that frame still unread; Raft frames on other connections are
+// still delivered to the handler.
+func TestTCPHandsOverKafkaRequests(t *testing.T) {
+	got := make(chan []byte, 1)
+	tr, err := NewTCPTransport(TCPConfig{ID: 1, Listen: "127.0.0.1:0", Requests: func(conn net.Conn, r *bufio.Reader) {
+		b := make([]byte, 9)
+		if _, err := io.ReadFull(r, b); err != nil {
+			t.Error(err)
+			return
+		}
+		got <- b
+		conn.Write([]byte("ok"))
+	}}, discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	h := &recordingHandler{unreachable: map[uint64]int{}}
+	if err := tr.Start(h); err != nil {
+		t.Fatal(err)
+	}
+	req := []byte{0, 0, 0, 5, 0, 19, 0, 7, 1} // CreateTopics (19) v7, one byte of body
+	conn, err := net.Dial("tcp", tr.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write(req); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case b := <-got:
+		if !bytes.Equal(b, req) {
+			t.Fatalf("handed over %x, want %x", b, req)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request was not handed over")
+	}
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	reply := make([]byte, 2)
+	if _, err := io.ReadFull(conn, reply); err != nil || string(reply) != "ok" {
+		t.Fatalf("reply %q, %v", reply, err)
+	}
+	raft, err := net.Dial("tcp", tr.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raft.Close()
+	good, err := appendFrame(nil, &raftpb.Message{Type: raftpb.MsgHeartbeat.Enum(), To: new(uint64(1)), From: new(uint64(2))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raft.Write(good); err != nil {
+		t.Fatal(err)
+	}
+	if !wait.Until(10*time.Second, func() bool { s, _ := h.counts(); return s == 1 }) {
+		t.Fatal("the Raft frame was not delivered")
 	}
 }

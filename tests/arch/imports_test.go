@@ -50,6 +50,11 @@ var importRules = []importRule{
 	concept("metadata"),
 	concept("cleaner"),
 	concept("metrics"),
+	// Incremental fetch sessions (KIP-227): a leaf state machine.
+	{from: "appliance/fetchsession"},
+	// The metadata quorum's wiring: the quorum and the metadata image it
+	// replicates; not a concept package (no concept imports it).
+	{from: "appliance/controller/...", may: append([]string{"appliance/controller/...", "appliance/metadata/...", "appliance/wire", "appliance/config", "cluster/..."}, lower...)},
 	{from: "appliance", may: applianceMay},
 	{from: "tools/...", may: append([]string{"tools/..."}, applianceMay...)},
 	{from: "bench"},

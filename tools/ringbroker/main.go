@@ -161,12 +161,6 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err := b.Start(); err != nil {
 		return err
 	}
-	if cfg.Cluster.QuorumConfigured() {
-		// Parsed and checked (the node had to be formatted), not run yet:
-		// the Raft quorum is later work of issue 40.
-		logger.Warn("controller.quorum.voters or controller.quorum.bootstrap.servers is set, but the controller quorum is not wired yet: this node runs as a one-node cluster",
-			"controller.quorum.voters", len(cfg.Cluster.Voters), "controller.quorum.bootstrap.servers", len(cfg.Cluster.BootstrapServers))
-	}
 	if err := sdNotify("READY=1\nSTATUS=serving Kafka on " + b.Addr().String()); err != nil {
 		logger.Warn("sd_notify READY failed", "err", err)
 	}

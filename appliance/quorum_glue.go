@@ -1,0 +1,68 @@
+package appliance
+
+// The metadata quorum of a node configured with controller.quorum.voters
+// (appliance/controller): committed batches reach the publisher from the
+// quorum's loop, changes commit through it, admin requests to a node
+// that is not the active controller are forwarded to it.
+
+import (
+	"context"
+	"path/filepath"
+	"time"
+
+	"github.com/ringbroker/ringbroker/appliance/controller"
+	"github.com/ringbroker/ringbroker/appliance/metadata"
+	"github.com/ringbroker/ringbroker/appliance/wire"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+type quorumHost struct{ b *Broker }
+
+// Publish hands a committed batch to the listeners (from the quorum's
+// loop; the log start offsets read at start apply until it caught up).
+func (h quorumHost) Publish(prev, next *Image) error {
+	if h.b.ctl.quorumReady.Load() {
+		h.b.ctl.lm.startOffsets = nil
+	}
+	return h.b.ctl.pub.Publish(prev, next, h.b.ctl.image.Store)
+}
+
+func (h quorumHost) Serve(f *controller.Forwarded) kmsg.Response {
+	var authz wire.Authorizer
+	if h.b.authz != nil {
+		authz = h.b.authz
+	}
+	return controller.Serve(h.b.front.apis, authz, f)
+}
+
+// openQuorum starts the quorum and waits (bounded) until it knows a
+// leader and applied what is committed; it returns the image then.
+func (b *Broker) openQuorum() (*Image, error) {
+	c, listen := b.cfg.Cluster, ""
+	if c.Controller && len(c.ControllerListeners) > 0 {
+		listen = c.ControllerListeners[0].Addr
+	}
+	q, err := controller.Open(controller.Options{NodeID: b.cfg.NodeID, Voters: c.Voters, Listen: listen,
+		Dir: filepath.Join(b.cfg.LogDir, metadata.Topic+"-0"), ElectionTimeout: time.Duration(c.ElectionTimeoutMs) * time.Millisecond,
+		SnapshotBytes: b.cfg.MetadataSnapshotBytes, Checks: imageChecks{}, Logger: b.log}, quorumHost{b})
+	if err != nil {
+		return nil, err
+	}
+	b.ctl.quorum = q
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if !q.WaitCaughtUp(ctx) {
+		b.log.Warn("metadata quorum has no leader yet: starting with the metadata applied so far")
+	}
+	b.ctl.quorumReady.Store(true)
+	return q.Image(), nil
+}
+
+// commit commits recs, proposed against im, through the quorum or the
+// local metadata log.
+func (c *controlPlane) commit(im *Image, recs []MetadataRecord) (*Image, error) {
+	if c.quorum != nil {
+		return c.quorum.Commit(im, recs)
+	}
+	return c.meta.Commit(im, recs)
+}
