@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ringbroker/ringbroker/appliance/cleaner"
+	"github.com/ringbroker/ringbroker/appliance/config"
 	"github.com/ringbroker/ringbroker/appliance/metadata"
 	"github.com/ringbroker/ringbroker/appliance/metrics"
 	"github.com/ringbroker/ringbroker/appliance/quota"
@@ -51,7 +52,8 @@ type frontEnd struct {
 	// Register functions); built in New, read-only afterwards.
 	apis *wire.Table
 	// warn limits the warnings of closed connections (connWarnLimit, Broker.warnConn).
-	warn connWarnLimit
+	warn       connWarnLimit
+	recompress config.Recompressors // compression.type rewrites of produced batches (handleProduce)
 
 	mu    sync.Mutex // guards conns and perIP (after ctl.mu in the lock order)
 	conns map[*conn]struct{}
