@@ -76,7 +76,8 @@ type controlPlane struct {
 	pub metadata.Publisher
 	// sec is the authorizer's ACL set and the SCRAM credentials, rebuilt
 	// by securityListener when a published delta changes them.
-	sec security.State
+	sec      security.State
+	defaults metadata.DynamicDefaults // topic defaults with the dynamic broker configs (Broker.cfg.TopicDefaults under them)
 }
 
 // coordinators are the group and transaction coordinators, set in Start

@@ -62,7 +62,7 @@ func (r *Recompressor) Recompress(records []byte, codec int, levels Levels) ([]b
 	default:
 		return records, false, nil
 	}
-	if checkRecords(raw, h.RecordCount, false) != nil {
+	if checkRecords(raw, h, recordRules{}) != nil {
 		return records, false, nil
 	}
 	body := raw

@@ -3,6 +3,7 @@ package nvme
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -139,5 +140,87 @@ func BenchmarkRecompress(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestTimestampBounds: with CheckTimestamps a CreateTime record outside
+// [now-before, now+after] refuses the batch with ErrInvalidTimestamp,
+// naming every such record (Kafka's INVALID_TIMESTAMP with its record
+// errors), compressed or not; LogAppendTime skips the check, as Kafka
+// checks CreateTime only.
+func TestTimestampBounds(t *testing.T) {
+	const now = 1_700_000_000_000
+	mk := func(codec int, offsets ...int64) []byte {
+		recs := make([]kmsg.Record, len(offsets))
+		for i := range recs {
+			recs[i] = kmsg.Record{Key: []byte{byte(i)}, Value: []byte("v")}
+		}
+		b := AppendBatch(nil, now, 0, -1, -1, -1, recs)
+		// AppendBatch stamps every record ts; give each its own delta.
+		pos := BatchHeaderSize
+		for _, off := range offsets {
+			l, n := binary.Varint(b[pos:])
+			body := b[pos+n : pos+n+int(l)]
+			if body[1] != 0 {
+				t.Fatalf("unexpected record layout %x", body)
+			}
+			// Rebuild the record with the delta (a longer varint).
+			rec := append([]byte{body[0]}, binary.AppendVarint(nil, off)...)
+			rec = append(rec, body[2:]...)
+			nb := append(append(append([]byte(nil), b[:pos]...), binary.AppendVarint(nil, int64(len(rec)))...), rec...)
+			nb = append(nb, b[pos+n+int(l):]...)
+			pos = len(nb) - len(b[pos+n+int(l):])
+			b = nb
+		}
+		binary.BigEndian.PutUint32(b[offBatchLength:], uint32(len(b)-batchLengthBase))
+		binary.BigEndian.PutUint32(b[offCRC:], batchCRC(b))
+		if codec != CompressionNone {
+			var r Recompressor
+			defer r.Close()
+			out, _, err := r.Recompress(b, codec, Levels{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b = out
+		}
+		return b
+	}
+	var d decompressor
+	defer d.close()
+	o := AppendOptions{CheckTimestamps: true, TimestampBeforeMaxMs: 1000, TimestampAfterMaxMs: 500}
+	for _, c := range []struct {
+		name    string
+		offsets []int64
+		o       AppendOptions
+		bad     []int32
+	}{
+		{"in bounds", []int64{-1000, 0, 500}, o, nil},
+		{"one too old", []int64{0, -1001, 10}, o, []int32{1}},
+		{"too old and too new", []int64{-5000, 0, 501}, o, []int32{0, 2}},
+		{"LogAppendTime is not checked", []int64{-5000, 9000}, AppendOptions{CheckTimestamps: true, LogAppendTime: true}, nil},
+		{"unchecked", []int64{-5000, 9000}, AppendOptions{}, nil},
+		{"unbounded", []int64{-1 << 40, 1 << 40}, AppendOptions{CheckTimestamps: true, TimestampBeforeMaxMs: 1<<63 - 1, TimestampAfterMaxMs: 1<<63 - 1}, nil},
+	} {
+		for _, codec := range []int{CompressionNone, CompressionLZ4} {
+			_, _, err := validateBatches(mk(codec, c.offsets...), c.o, &d, now)
+			if c.bad == nil {
+				if err != nil {
+					t.Errorf("%s, codec %d: %v", c.name, codec, err)
+				}
+				continue
+			}
+			var re *RecordsError
+			if !errors.Is(err, ErrInvalidTimestamp) || !errors.As(err, &re) {
+				t.Errorf("%s, codec %d: %v, want ErrInvalidTimestamp", c.name, codec, err)
+				continue
+			}
+			var idx []int32
+			for _, r := range re.Records {
+				idx = append(idx, r.Index)
+			}
+			if fmt.Sprint(idx) != fmt.Sprint(c.bad) {
+				t.Errorf("%s, codec %d: records %v refused, want %v (%v)", c.name, codec, idx, c.bad, err)
+			}
+		}
 	}
 }

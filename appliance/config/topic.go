@@ -344,6 +344,22 @@ func timestampBound(v, def, diff int64) int64 {
 	return v
 }
 
+// AppendOptions are the per-append options of a partition with these
+// configs whose leader epoch is epoch: LogAppendTime, max.message.bytes,
+// keys on compacted topics, and the CreateTime bounds of
+// message.timestamp.before.max.ms and message.timestamp.after.max.ms.
+func (c Topic) AppendOptions(epoch int32) nvme.AppendOptions {
+	return nvme.AppendOptions{
+		LogAppendTime:        c.LogAppendTime,
+		MaxMessageBytes:      c.MaxMessageBytes,
+		LeaderEpoch:          epoch,
+		RequireKeys:          c.Compact,
+		CheckTimestamps:      true,
+		TimestampBeforeMaxMs: c.TimestampBeforeMaxMs,
+		TimestampAfterMaxMs:  c.TimestampAfterMaxMs,
+	}
+}
+
 // LogOptions maps the topic's configs onto the log's options. nvme.Options
 // reads 0 as "unset, take the default", where Kafka's 0 means none at all:
 // retention.ms=0 and retention.bytes=0 keep no closed segment (1 ms and 1
