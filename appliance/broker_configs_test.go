@@ -114,6 +114,15 @@ func TestDynamicBrokerConfigs(t *testing.T) {
 	}
 	checkLastCodec(k, "own", nvme.CompressionZstd)
 
+	// The cleaner's backoff and I/O rate change without a restart.
+	if err := alter([]kadm.AlterConfig{{Op: kadm.SetConfig, Name: "log.cleaner.backoff.ms", Value: kmsg.StringPtr("1234")},
+		{Op: kadm.SetConfig, Name: "log.cleaner.io.max.bytes.per.second", Value: kmsg.StringPtr("5000000")}}, node); err != nil {
+		t.Fatalf("set cleaner configs on broker %d: %v", node, err)
+	}
+	if backoff, rate := b.store.cleaner.Dynamic(); backoff != 1234*time.Millisecond || rate != 5e6 {
+		t.Fatalf("cleaner after the alter: backoff %v, rate %v", backoff, rate)
+	}
+
 	// DescribeConfigs: sources and synonyms as Kafka gives them.
 	rcs, err := adm.DescribeBrokerConfigs(ctx, node)
 	if err != nil {
@@ -154,6 +163,8 @@ func TestDynamicBrokerConfigs(t *testing.T) {
 		{"log.retention.check.interval.ms", "1000", nil, kerr.InvalidRequest},
 		{"message.max.bytes", "-5", nil, kerr.InvalidConfig},
 		{"compression.zstd.level", "99", []int32{node}, kerr.InvalidConfig},
+		{"log.cleaner.backoff.ms", "-1", []int32{node}, kerr.InvalidConfig},
+		{"log.cleaner.threads", "2", []int32{node}, kerr.InvalidRequest},
 	} {
 		err := alter([]kadm.AlterConfig{{Op: kadm.SetConfig, Name: bad.name, Value: kmsg.StringPtr(bad.value)}}, bad.broker...)
 		if !errors.Is(err, bad.want) {
@@ -206,6 +217,9 @@ func TestDynamicBrokerConfigs(t *testing.T) {
 		if c, _ := brokerConfig(t, rcs, "message.max.bytes"); c.Source != kmsg.ConfigSourceDefaultConfig {
 			t.Errorf("after restart, message.max.bytes: %+v", c)
 		}
+	}
+	if backoff, rate := b.store.cleaner.Dynamic(); backoff != 1234*time.Millisecond || rate != 5e6 {
+		t.Errorf("cleaner after restart: backoff %v, rate %v", backoff, rate)
 	}
 	small := func() {
 		t.Helper()

@@ -89,6 +89,7 @@ func (lm *logManager) viewOf(id TopicID, p int32) *partView {
 func (lm *logManager) Prepare(_, im *Image, d *metadata.Delta) {
 	if d.BrokerConfigs { // the topic defaults the partitions are reconfigured with in Publish
 		lm.b.ctl.defaults.Update(configRegistry{}, lm.b.cfg.TopicDefaults, im, lm.b.cfg.NodeID)
+		lm.b.store.cleaner.Reconfigure(metadata.CleanerWith(lm.b.cfg.Cleaner, im, lm.b.cfg.NodeID)) // nil before Start's startCleaner
 	}
 	if len(d.Added) == 0 {
 		return

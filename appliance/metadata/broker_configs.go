@@ -13,20 +13,24 @@ package metadata
 // config takes the new value when the image is published
 // (TopicDefaultsWith, Delta.BrokerConfigs). The hours and minutes forms
 // (log.retention.hours, log.roll.hours, ...) are refused dynamically:
-// their ms forms are the ones to set. Any other property answers
+// their ms forms are the ones to set. log.cleaner.backoff.ms and
+// log.cleaner.io.max.bytes.per.second reach the cleaner
+// (config.CleanerDynamic; the broker calls cleaner.Cleaner.Reconfigure). Any other property answers
 // INVALID_REQUEST naming it, as Kafka answers for its read-only configs
 // ("Cannot update these configs dynamically"), including those Kafka can
 // change but this broker applies only at start (num.io.threads,
-// log.cleaner.threads, ...). A value the topic config's validation refuses
+// log.cleaner.threads, log.cleaner.dedupe.buffer.size, ...). A value the topic config's validation refuses
 // answers INVALID_CONFIG.
 
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 
+	"github.com/ringbroker/ringbroker/appliance/config"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -74,8 +78,31 @@ func checkBrokerAlterName(name string, nodeID int32) error {
 	return checkBrokerResourceName(name, nodeID)
 }
 
+// dynamicCleanerProp reports the log.cleaner.* properties the cleaner
+// takes without a restart (config.CleanerDynamic).
+func dynamicCleanerProp(prop string) bool { return slices.Contains(config.CleanerDynamic, prop) }
+
+// DynamicProps are the dynamic broker configs in force on node nodeID:
+// the cluster-wide defaults with the node's own on top.
+func DynamicProps(im *Image, nodeID int32) map[string]string {
+	out := maps.Clone(im.Brokers[""])
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, im.Brokers[strconv.Itoa(int(nodeID))])
+	return out
+}
+
 // checkDynamicBrokerChange checks one change of a broker resource.
 func checkDynamicBrokerChange(c Configs, ch ConfigChange) error {
+	if dynamicCleanerProp(ch.Key) {
+		if ch.Value != nil {
+			if _, err := config.CleanerFromProps(map[string]string{ch.Key: *ch.Value}); err != nil {
+				return fmt.Errorf("%w: %v", kerr.InvalidConfig, err)
+			}
+		}
+		return nil
+	}
 	d, ok := DynamicBrokerProp(c, ch.Key)
 	if !ok {
 		return fmt.Errorf("%w: cannot update these configs dynamically: %s", kerr.InvalidRequest, ch.Key)
@@ -114,7 +141,7 @@ func (c Controller) alterBrokerConfigsWith(name string, compute func(effective f
 			}
 			return d.Default
 		}
-		return ""
+		return set.Props[prop]
 	}
 	changes, err := compute(effective)
 	if err != nil {
@@ -201,4 +228,10 @@ func (d *DynamicDefaults) Get(static map[string]string) map[string]string {
 		return *m
 	}
 	return static
+}
+
+// CleanerWith is the cleaner's configuration on node nodeID: static with
+// the dynamic log.cleaner.* configs of im on top (config.CleanerWith).
+func CleanerWith(static config.Cleaner, im *Image, nodeID int32) config.Cleaner {
+	return config.CleanerWith(static, DynamicProps(im, nodeID))
 }

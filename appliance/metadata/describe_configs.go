@@ -304,7 +304,7 @@ func DescribeBrokerConfigs(c Configs, props, dynDefault, dynBroker map[string]st
 		e.Source = syns[0].source
 		e.IsDefault = e.Source == kmsg.ConfigSourceDefaultConfig
 		_, dynamic := DynamicBrokerProp(c, k)
-		e.ReadOnly = !dynamic // the others answer INVALID_REQUEST to AlterConfigs
+		e.ReadOnly = !dynamic && !dynamicCleanerProp(k) // the others answer INVALID_REQUEST to AlterConfigs
 		e.IsSensitive = sensitive
 		e.ConfigType = c.BrokerPropType(k)
 		if withSynonyms {
