@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ringbroker/ringbroker/appliance/cleaner"
+	"github.com/ringbroker/ringbroker/appliance/config"
 	"github.com/ringbroker/ringbroker/appliance/controller"
 	"github.com/ringbroker/ringbroker/appliance/fetchsession"
 	"github.com/ringbroker/ringbroker/appliance/metadata"
@@ -53,7 +54,8 @@ type frontEnd struct {
 	// Register functions); built in New, read-only afterwards.
 	apis *wire.Table
 	// warn limits the warnings of closed connections (wire.WarnLimit, Broker.warnConn).
-	warn wire.WarnLimit
+	warn       wire.WarnLimit
+	recompress config.Recompressors // compression.type rewrites of produced batches (handleProduce)
 	// fetchSessions are the incremental fetch sessions (KIP-227).
 	fetchSessions *fetchsession.Cache
 
@@ -82,7 +84,8 @@ type controlPlane struct {
 	pub metadata.Publisher
 	// sec is the authorizer's ACL set and the SCRAM credentials, rebuilt
 	// by securityListener when a published delta changes them.
-	sec security.State
+	sec      security.State
+	defaults metadata.DynamicDefaults // topic defaults with the dynamic broker configs (Broker.cfg.TopicDefaults under them)
 }
 
 // coordinators are the group and transaction coordinators, set in Start

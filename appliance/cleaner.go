@@ -9,13 +9,14 @@ import (
 	"encoding/binary"
 
 	"github.com/ringbroker/ringbroker/appliance/cleaner"
+	"github.com/ringbroker/ringbroker/appliance/metadata"
 	"github.com/ringbroker/ringbroker/nvme"
 	"golang.org/x/sys/unix"
 )
 
 // startCleaner starts the cleaner threads (Start, after housekeeping).
 func (b *Broker) startCleaner() error {
-	b.store.cleaner = cleaner.New(cleanerHost{b}, cleaner.Options{Config: b.cfg.Cleaner, LogDir: b.cfg.LogDir,
+	b.store.cleaner = cleaner.New(cleanerHost{b}, cleaner.Options{Config: metadata.CleanerWith(b.cfg.Cleaner, b.currentImage(), b.cfg.NodeID), LogDir: b.cfg.LogDir,
 		TopicDefaults: b.cfg.TopicDefaults, Metrics: b.metrics.Set(), Log: b.log})
 	b.store.cleaner.Start()
 	return nil

@@ -130,7 +130,7 @@ func (b *Broker) topicCompression(t *TopicImage) string {
 	if v, ok := t.Configs["compression.type"]; ok {
 		return v
 	}
-	return b.cfg.TopicDefaults["compression.type"]
+	return b.ctl.defaults.Get(b.cfg.TopicDefaults)["compression.type"]
 }
 
 // readPartition runs on the owner shard. It returns the bytes added and

@@ -86,7 +86,11 @@ func (lm *logManager) viewOf(id TopicID, p int32) *partView {
 // Prepare (metadata.Preparer) adds the partitions of d to the table: each new partition gets the
 // least-loaded shard and a fresh view. It runs before the image that names
 // them is stored, so every reader of that image finds them placed.
-func (lm *logManager) Prepare(_, _ *Image, d *metadata.Delta) {
+func (lm *logManager) Prepare(_, im *Image, d *metadata.Delta) {
+	if d.BrokerConfigs { // the topic defaults the partitions are reconfigured with in Publish
+		lm.b.ctl.defaults.Update(configRegistry{}, lm.b.cfg.TopicDefaults, im, lm.b.cfg.NodeID)
+		lm.b.store.cleaner.Reconfigure(metadata.CleanerWith(lm.b.cfg.Cleaner, im, lm.b.cfg.NodeID)) // nil before Start's startCleaner
+	}
 	if len(d.Added) == 0 {
 		return
 	}

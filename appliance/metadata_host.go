@@ -43,7 +43,7 @@ func (h ctlHost) Settings() metadata.Settings {
 	c := h.b.cfg
 	return metadata.Settings{NodeID: c.NodeID, ClusterID: c.ClusterID, NumPartitions: c.NumPartitions,
 		DefaultReplicationFactor: c.DefaultReplicationFactor, DeleteTopicEnable: c.DeleteTopicEnable,
-		TopicDefaults: c.TopicDefaults, Props: c.Props}
+		TopicDefaults: h.b.ctl.defaults.Get(c.TopicDefaults), Props: c.Props}
 }
 
 func (h ctlHost) EffectiveTopicConfigs(t *TopicImage) map[string]string {

@@ -17,8 +17,8 @@ type topicConfig = config.Topic
 
 // effectiveTopicConfigs merges the broker defaults with t's overrides.
 func (b *Broker) effectiveTopicConfigs(t *TopicImage) map[string]string {
-	out := make(map[string]string, len(b.cfg.TopicDefaults))
-	for k, v := range b.cfg.TopicDefaults {
+	out := make(map[string]string, len(b.ctl.defaults.Get(b.cfg.TopicDefaults)))
+	for k, v := range b.ctl.defaults.Get(b.cfg.TopicDefaults) {
 		out[k] = v
 	}
 	if t != nil {
@@ -36,7 +36,7 @@ func (b *Broker) topicConfig(t *TopicImage) topicConfig {
 	if t != nil {
 		overrides = t.Configs
 	}
-	return config.ParseTopic(overrides, b.cfg.TopicDefaults)
+	return config.ParseTopic(overrides, b.ctl.defaults.Get(b.cfg.TopicDefaults))
 }
 
 // partition is one partition led by this broker. It is owned by its shard:
@@ -226,12 +226,7 @@ func (p *partition) appendLog(records []byte) (nvme.AppendInfo, error) {
 	if p.offline != nil {
 		return nvme.AppendInfo{}, fmt.Errorf("%w: %v", kerr.KafkaStorageError, p.offline)
 	}
-	return p.log.Append(records, nvme.AppendOptions{
-		LogAppendTime:   p.cfg.LogAppendTime,
-		MaxMessageBytes: p.cfg.MaxMessageBytes,
-		LeaderEpoch:     p.epoch,
-		RequireKeys:     p.cfg.Compact,
-	})
+	return p.log.Append(records, p.cfg.AppendOptions(p.epoch))
 }
 
 // afterAppend answers, flushes and publishes an append (appendLog's info

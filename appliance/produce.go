@@ -96,10 +96,12 @@ func handleProduce(b *Broker, r *wire.Request) any {
 				}
 			default:
 				// The append is posted to the owner shard below, once
-				// every wait is counted (produceState.postWaits).
-				w := ps.addWait(ti, pi, b.shardFor(topic, p.Partition), tpKey{topic.ID, p.Partition}, p.Records)
+				// every wait is counted (produceState.postWaits); the topic's
+				// compression.type is applied here, off the shard (KIP-390).
+				recs := b.front.recompress.Records(topic.Configs, b.ctl.defaults.Get(b.cfg.TopicDefaults), p.Records)
+				w := ps.addWait(ti, pi, b.shardFor(topic, p.Partition), tpKey{topic.ID, p.Partition}, recs)
 				if txn {
-					txnItems = append(txnItems, txnProduceItem{tp: txnTP{Topic: t.Topic, Partition: p.Partition}, records: p.Records, w: w})
+					txnItems = append(txnItems, txnProduceItem{tp: txnTP{Topic: t.Topic, Partition: p.Partition}, records: recs, w: w})
 				}
 			}
 		}

@@ -29,6 +29,10 @@ var (
 	// offsets or its records, records that do not parse, a keyless record on
 	// a compacted topic. Kafka: INVALID_RECORD (87).
 	ErrInvalidRecord = errors.New("invalid record")
+	// ErrInvalidTimestamp: a record's CreateTime timestamp is outside the
+	// topic's bounds (message.timestamp.before.max.ms,
+	// message.timestamp.after.max.ms). Kafka: INVALID_TIMESTAMP (32).
+	ErrInvalidTimestamp = errors.New("record timestamp out of range")
 	// ErrOffsetOutOfRange: a read outside [log start offset, log end offset].
 	// Kafka: OFFSET_OUT_OF_RANGE (1).
 	ErrOffsetOutOfRange = errors.New("offset out of range")
@@ -85,6 +89,14 @@ type AppendOptions struct {
 	MaxMessageBytes int32 // [max.message.bytes] default 1048588; a larger batch gets ErrMessageTooLarge
 	LeaderEpoch     int32 // written into each batch's partitionLeaderEpoch field
 	RequireKeys     bool  // compacted topics: a record without a key gets ErrInvalidRecord
+	// CheckTimestamps refuses, with ErrInvalidTimestamp, a batch with a
+	// record timestamp below now-TimestampBeforeMaxMs or above
+	// now+TimestampAfterMaxMs (ms; KIP-937's
+	// message.timestamp.before.max.ms and message.timestamp.after.max.ms).
+	// It does nothing with LogAppendTime, as Kafka checks CreateTime only.
+	CheckTimestamps      bool
+	TimestampBeforeMaxMs int64
+	TimestampAfterMaxMs  int64
 }
 
 // AppendInfo describes what Append stored.

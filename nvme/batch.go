@@ -3,7 +3,9 @@ package nvme
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"strings"
+	"time"
 )
 
 // Record batch v2 layout (see the package comment). Offsets of the fields, in bytes from
@@ -144,18 +146,43 @@ func batchCRC(batch []byte) uint32 { return CRC32C(batch[offAttributes:]) }
 // than o.MaxMessageBytes, default DefaultMaxMessageBytes), ErrInvalidRecord
 // (no batch at all, record count or lastOffsetDelta inconsistent, records
 // that do not parse or do not fill the batch, offset deltas not 0..n-1, a
-// keyless record when o.RequireKeys). Compressed batches are decompressed to check their records
-// (they are stored compressed, as sent). It never modifies records.
+// keyless record when o.RequireKeys), ErrInvalidTimestamp (with
+// o.CheckTimestamps, a record timestamp outside [now-before, now+after]).
+// Compressed batches are decompressed to check their records (they are
+// stored compressed, as sent). It never modifies records.
 func ValidateBatches(records []byte, o AppendOptions) (batches, numRecords int, err error) {
 	var d decompressor
 	defer d.close()
-	return validateBatches(records, o, &d)
+	return validateBatches(records, o, &d, time.Now().UnixMilli())
 }
 
-func validateBatches(records []byte, o AppendOptions, d *decompressor) (batches, numRecords int, err error) {
+// recordRules are the record-level checks of one append.
+type recordRules struct {
+	requireKeys  bool
+	checkTs      bool
+	minTs, maxTs int64 // with checkTs: the record timestamps allowed, inclusive
+}
+
+// rulesFor are o's record rules at nowMs.
+func rulesFor(o AppendOptions, nowMs int64) recordRules {
+	r := recordRules{requireKeys: o.RequireKeys, checkTs: o.CheckTimestamps && !o.LogAppendTime}
+	if r.checkTs {
+		r.minTs, r.maxTs = math.MinInt64, math.MaxInt64
+		if o.TimestampBeforeMaxMs >= 0 && nowMs >= 0 { // cannot overflow
+			r.minTs = nowMs - o.TimestampBeforeMaxMs
+		}
+		if o.TimestampAfterMaxMs >= 0 && math.MaxInt64-nowMs > o.TimestampAfterMaxMs {
+			r.maxTs = nowMs + o.TimestampAfterMaxMs
+		}
+	}
+	return r
+}
+
+func validateBatches(records []byte, o AppendOptions, d *decompressor, nowMs int64) (batches, numRecords int, err error) {
 	if len(records) == 0 {
 		return 0, 0, fmt.Errorf("%w: no record batches", ErrInvalidRecord)
 	}
+	rules := rulesFor(o, nowMs)
 	maxBytes := int64(o.MaxMessageBytes)
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxMessageBytes
@@ -173,7 +200,7 @@ func validateBatches(records []byte, o AppendOptions, d *decompressor) (batches,
 			return 0, 0, fmt.Errorf("%w: batch %d is %d bytes, limit %d", ErrMessageTooLarge, batches, size, maxBytes)
 		}
 		batch := records[pos : pos+int(size)]
-		if err := validateBatch(batch, h, o.RequireKeys, d); err != nil {
+		if err := validateBatch(batch, h, rules, d); err != nil {
 			return 0, 0, fmt.Errorf("batch %d at byte %d: %w", batches, pos, err)
 		}
 		batches++
@@ -184,7 +211,7 @@ func validateBatches(records []byte, o AppendOptions, d *decompressor) (batches,
 }
 
 // validateBatch checks one whole batch whose header h was parsed from it.
-func validateBatch(batch []byte, h BatchHeader, requireKeys bool, d *decompressor) error {
+func validateBatch(batch []byte, h BatchHeader, rules recordRules, d *decompressor) error {
 	if got := batchCRC(batch); got != h.CRC {
 		return fmt.Errorf("%w: CRC32C is %#08x, header says %#08x", ErrCorruptMessage, got, h.CRC)
 	}
@@ -197,7 +224,7 @@ func validateBatch(batch []byte, h BatchHeader, requireKeys bool, d *decompresso
 	body := batch[BatchHeaderSize:]
 	switch c := h.Compression(); c {
 	case CompressionNone:
-		return checkRecords(body, h.RecordCount, requireKeys)
+		return checkRecords(body, h, rules)
 	case CompressionGzip, CompressionSnappy, CompressionLZ4, CompressionZstd:
 		// Decompressed to check the records, as Kafka's validator does: a
 		// batch that cannot be decompressed would stop every consumer at its
@@ -206,20 +233,25 @@ func validateBatch(batch []byte, h BatchHeader, requireKeys bool, d *decompresso
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrCorruptMessage, err)
 		}
-		return checkRecords(raw, h.RecordCount, requireKeys)
+		return checkRecords(raw, h, rules)
 	default:
 		return fmt.Errorf("%w: unknown compression codec %d", ErrCorruptMessage, c)
 	}
 }
 
-// checkRecords walks count records in b, which they must fill exactly. A
-// refused record gives a *RecordsError naming it by its index in the
-// batch; keyless records on a compacted topic are all named, as Kafka's
-// LogValidator collects every record error of a batch, while a record that
-// does not parse or is misnumbered stops the walk.
-func checkRecords(b []byte, count int32, requireKeys bool) error {
+// checkRecords walks the h.RecordCount records of batch h in b, which
+// they must fill exactly. A refused record gives a *RecordsError naming it
+// by its index in the batch; keyless records on a compacted topic and
+// records whose timestamp is out of bounds are all named, as Kafka's
+// LogValidator collects every record error of a batch (the error is
+// ErrInvalidTimestamp when any timestamp is refused, as Kafka answers
+// INVALID_TIMESTAMP then), while a record that does not parse or is
+// misnumbered stops the walk.
+func checkRecords(b []byte, h BatchHeader, rules recordRules) error {
+	count := h.RecordCount
 	it := recordIter{b: b}
-	var keyless []RecordError
+	var refused []RecordError
+	badTs := false
 	for i := int32(0); i < count; i++ {
 		r, ok := it.next()
 		if !ok {
@@ -233,15 +265,24 @@ func checkRecords(b []byte, count int32, requireKeys bool) error {
 			// produce request.
 			return refuseRecord(i, fmt.Sprintf("record %d has offset delta %d; a produced batch numbers its records 0..n-1", i, r.offsetDelta))
 		}
-		if requireKeys && r.keyLen < 0 {
-			keyless = append(keyless, RecordError{Index: i, Message: fmt.Sprintf("record %d has no key, which a compacted topic requires", i)})
+		if rules.requireKeys && r.keyLen < 0 {
+			refused = append(refused, RecordError{Index: i, Message: fmt.Sprintf("record %d has no key, which a compacted topic requires", i)})
+		}
+		if rules.checkTs {
+			if ts := h.BaseTimestamp + r.timestampDelta; ts < rules.minTs || ts > rules.maxTs {
+				badTs = true
+				refused = append(refused, RecordError{Index: i, Message: fmt.Sprintf("timestamp %d of record %d is out of range; the timestamp should be within [%d, %d]", ts, i, rules.minTs, rules.maxTs)})
+			}
 		}
 	}
 	if it.pos != len(b) {
 		return fmt.Errorf("%w: %d bytes after the last of %d records", ErrInvalidRecord, len(b)-it.pos, count)
 	}
-	if keyless != nil {
-		return &RecordsError{Err: ErrInvalidRecord, Records: keyless}
+	if refused != nil {
+		if badTs {
+			return &RecordsError{Err: ErrInvalidTimestamp, Records: refused}
+		}
+		return &RecordsError{Err: ErrInvalidRecord, Records: refused}
 	}
 	return nil
 }
@@ -261,7 +302,7 @@ type RecordError struct {
 
 // RecordsError is a validation failure that names the records at fault,
 // as Kafka's RecordValidationException does. It wraps Err, the sentinel
-// that gives its error code (ErrInvalidRecord).
+// that gives its error code (ErrInvalidRecord or ErrInvalidTimestamp).
 type RecordsError struct {
 	Err     error
 	Records []RecordError

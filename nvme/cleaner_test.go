@@ -360,7 +360,7 @@ func TestCleanCompressedBatches(t *testing.T) {
 			one := raw[:batchesOf(t, raw)[0].Size()]
 			var d decompressor
 			defer d.close()
-			if err := validateBatch(one, decodeHeader(one), true, &d); err != nil && !strings.Contains(err.Error(), "lastOffsetDelta") {
+			if err := validateBatch(one, decodeHeader(one), recordRules{requireKeys: true}, &d); err != nil && !strings.Contains(err.Error(), "lastOffsetDelta") {
 				t.Fatalf("rewritten batch invalid: %v", err)
 			}
 		})

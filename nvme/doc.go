@@ -29,7 +29,8 @@
 // statx facts of the data directory's device, O_DIRECT probe), the cleaner
 // (log compaction: Log.PrepareClean and Log.CommitClean on the owner shard,
 // the swap protocol; CleanJob.Run, the pass that runs off the shard; the
-// compressor that recompresses; TokenBucket, the I/O token bucket;
+// compressor that recompresses, also behind Recompressor, which rewrites a
+// produced batch to a topic's compression.type off the shard; TokenBucket, the I/O token bucket;
 // Log.completeSwaps, finishing a swap at Open), Log.TruncateTo, and the
 // node's identity in each log directory: meta.properties (MetaProperties,
 // MetaDirs, which `ringbroker format` and the broker's start share) with

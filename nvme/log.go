@@ -198,7 +198,8 @@ func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
 	if len(records) > maxSegmentBytes {
 		return AppendInfo{}, fmt.Errorf("%w: %d bytes in one append, limit %d", ErrMessageTooLarge, len(records), maxSegmentBytes)
 	}
-	nb, nr, err := validateBatches(records, o, &l.dec)
+	nowMs := l.opts.Now().UnixMilli()
+	nb, nr, err := validateBatches(records, o, &l.dec, nowMs)
 	if err != nil {
 		return AppendInfo{}, err
 	}
@@ -226,7 +227,6 @@ func (l *Log) Append(records []byte, o AppendOptions) (AppendInfo, error) {
 	} else {
 		ph.ProducerID = -1
 	}
-	nowMs := l.opts.Now().UnixMilli()
 	if l.shouldRoll(records, nb, int64(nr), o.LogAppendTime, nowMs) {
 		if err := l.roll(nowMs); err != nil {
 			return AppendInfo{}, err

@@ -51,7 +51,7 @@ func BenchmarkValidateBatches(b *testing.B) {
 	b.SetBytes(int64(len(batch)))
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		if _, _, err := validateBatches(batch, AppendOptions{}, &d); err != nil {
+		if _, _, err := validateBatches(batch, AppendOptions{}, &d, 0); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -68,7 +68,7 @@ func BenchmarkCheckRecords(b *testing.B) {
 	b.SetBytes(int64(len(batch)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := checkRecords(batch[BatchHeaderSize:], h.RecordCount, false); err != nil {
+		if err := checkRecords(batch[BatchHeaderSize:], h, recordRules{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -81,11 +82,15 @@ type Options struct {
 // partitions. Its maps are guarded by mu; the partitions are touched only
 // on their shards, through Host.
 type Cleaner struct {
-	h      Host
-	o      Options
-	bucket *nvme.TokenBucket
-	stop   chan struct{}
-	wg     sync.WaitGroup
+	h    Host
+	o    Options
+	stop chan struct{}
+	// The dynamic knobs (Reconfigure): log.cleaner.io.max.bytes.per.second's
+	// token bucket (nil: unlimited) and log.cleaner.backoff.ms.
+	bucket  atomic.Pointer[nvme.TokenBucket]
+	backoff atomic.Int64  // time.Duration
+	ioMax   atomic.Uint64 // math.Float64bits of the bucket's rate
+	wg      sync.WaitGroup
 
 	ckptMu sync.Mutex // serialises checkpoint writes; taken before mu
 	mu     sync.Mutex
@@ -113,8 +118,10 @@ func New(h Host, o Options) *Cleaner {
 	if o.Metrics == nil {
 		o.Metrics = metrics.NewSet()
 	}
-	c := &Cleaner{h: h, o: o, bucket: nvme.NewTokenBucket(o.Config.IOMaxBytes), stop: make(chan struct{}),
-		states: readCheckpoints(o.LogDir), busy: map[Key]bool{}}
+	c := &Cleaner{h: h, o: o, stop: make(chan struct{}), states: readCheckpoints(o.LogDir), busy: map[Key]bool{}}
+	c.bucket.Store(nvme.NewTokenBucket(o.Config.IOMaxBytes))
+	c.backoff.Store(int64(o.Config.Backoff))
+	c.ioMax.Store(math.Float64bits(o.Config.IOMaxBytes))
 	// A topic created again under the same name starts over.
 	for n, e := range c.states {
 		if id, ok := h.TopicID(n.Topic); !ok || (e.id != [16]byte{} && e.id != id) {
@@ -143,6 +150,28 @@ func (c *Cleaner) Start() {
 	c.o.Log.Info("log cleaner started", "threads", cfg.Threads, "io.max.bytes.per.second", ioMax, "backoff", cfg.Backoff.String())
 }
 
+// Reconfigure applies the dynamic broker configs the cleaner takes
+// without a restart (Kafka's DynamicBrokerConfig): cfg's Backoff
+// (log.cleaner.backoff.ms) from the threads' next sleep, and IOMaxBytes
+// (log.cleaner.io.max.bytes.per.second) from the next pass, with a new
+// token bucket when the rate changed. The other fields need a restart.
+// Safe on a nil Cleaner and from any goroutine.
+func (c *Cleaner) Reconfigure(cfg Config) {
+	if c == nil {
+		return
+	}
+	c.backoff.Store(int64(cfg.Backoff))
+	if bits := math.Float64bits(cfg.IOMaxBytes); c.ioMax.Swap(bits) != bits {
+		c.bucket.Store(nvme.NewTokenBucket(cfg.IOMaxBytes))
+	}
+}
+
+// Dynamic returns the knobs Reconfigure sets: the backoff and the I/O
+// rate in bytes per second.
+func (c *Cleaner) Dynamic() (backoff time.Duration, ioMaxBytes float64) {
+	return time.Duration(c.backoff.Load()), math.Float64frombits(c.ioMax.Load())
+}
+
 // Stop stops the threads and waits for them; a pass in flight is
 // abandoned. The broker calls it before its partitions close. Safe to call
 // more than once, and on a nil Cleaner.
@@ -162,7 +191,7 @@ func (c *Cleaner) thread() {
 	defer c.wg.Done()
 	for {
 		did := c.cleanOne()
-		wait := c.o.Config.Backoff
+		wait := time.Duration(c.backoff.Load())
 		if did {
 			wait = 0
 		}
@@ -299,7 +328,7 @@ func (c *Cleaner) clean(cand *candidate) {
 	if job == nil {
 		return
 	}
-	if err := job.Run(c.stop, c.bucket); err != nil {
+	if err := job.Run(c.stop, c.bucket.Load()); err != nil {
 		if !errors.Is(err, nvme.ErrCleanStopped) {
 			c.failed(cand, err)
 		}

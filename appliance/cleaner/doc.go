@@ -11,7 +11,9 @@
 // the thread under the shared log.cleaner.io.max.bytes.per.second token
 // bucket, and hand it back to the shard (nvme.Log.CommitClean), which
 // swaps the segments in. With nothing due a thread sleeps
-// log.cleaner.backoff.ms. The broker calls Cleaner.Stop before it closes
+// log.cleaner.backoff.ms (that and the token bucket's rate change at run
+// time through Cleaner.Reconfigure, the dynamic broker configs). The
+// broker calls Cleaner.Stop before it closes
 // its partitions; a stopped pass removes its files.
 //
 // Cleaner state survives restarts in <log.dirs>/cleaner-offset-checkpoint

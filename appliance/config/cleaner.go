@@ -68,6 +68,35 @@ func CleanerFromProps(props map[string]string) (Cleaner, error) {
 	return c, err
 }
 
+// CleanerDynamic are the log.cleaner.* properties a broker applies without
+// a restart (dynamic broker configs; Cleaner.Reconfigure in package
+// cleaner): the backoff and the I/O rate.
+var CleanerDynamic = []string{"log.cleaner.backoff.ms", "log.cleaner.io.max.bytes.per.second"}
+
+// CleanerWith is static with the CleanerDynamic properties of dyn (the
+// dynamic broker configs in force) on top; values that do not parse are
+// skipped (they are validated when set, with CleanerFromProps).
+func CleanerWith(static Cleaner, dyn map[string]string) Cleaner {
+	out := static
+	for _, k := range CleanerDynamic {
+		v, ok := dyn[k]
+		if !ok {
+			continue
+		}
+		c, err := CleanerFromProps(map[string]string{k: v})
+		if err != nil {
+			continue
+		}
+		switch k {
+		case "log.cleaner.backoff.ms":
+			out.Backoff = c.Backoff
+		case "log.cleaner.io.max.bytes.per.second":
+			out.IOMaxBytes = c.IOMaxBytes
+		}
+	}
+	return out
+}
+
 // InternalSegmentBytes parses the segment.bytes of an internal topic from
 // its broker property k (offsets.topic.segment.bytes,
 // transaction.state.log.segment.bytes): def when unset or empty, else an

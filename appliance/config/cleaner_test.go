@@ -56,3 +56,17 @@ func TestInternalSegmentBytes(t *testing.T) {
 		t.Errorf("unset: got %d, %v; want the default 7", got, err)
 	}
 }
+
+func TestCleanerWith(t *testing.T) {
+	static := DefaultCleaner()
+	got := CleanerWith(static, map[string]string{"log.cleaner.backoff.ms": "250", "log.cleaner.io.max.bytes.per.second": "1e6",
+		"log.cleaner.threads": "9", "log.retention.ms": "1"})
+	want := static
+	want.Backoff, want.IOMaxBytes = 250*time.Millisecond, 1e6
+	if got != want {
+		t.Fatalf("CleanerWith = %+v, want %+v (threads need a restart)", got, want)
+	}
+	if got := CleanerWith(static, map[string]string{"log.cleaner.backoff.ms": "-3"}); got != static {
+		t.Fatalf("a bad value changed the config: %+v", got)
+	}
+}

@@ -6,11 +6,13 @@
 // section with Kafka's KRaft names and rules (ParseCluster: process.roles,
 // controller.quorum.voters, controller listeners, broker.rack, membership
 // timeouts), and the topic configs with their defaults, validation and
-// typed form (TopicDefs, ValidateTopic, Topic).
+// typed form (TopicDefs, ValidateTopic, Topic), and Recompressors, which
+// applies a topic's compression.type to produced batches.
 //
 // It imports no concept package and not appliance: concept packages may
 // import it to parse their own sections, and appliance assembles the typed
 // broker Config from the sections (appliance.ConfigFromProperties). Keys
 // that a concept package owns (the GROUP configs) are passed in by the
-// caller as extra Keys. Nothing here holds mutable state.
+// caller as extra Keys. Nothing here holds package-level mutable state (a Recompressors
+// pools its encoders per instance).
 package config

@@ -7,6 +7,7 @@ package config
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -65,6 +66,32 @@ func validOneOf(vals ...string) func(string) error {
 	}
 }
 
+func validRange(min, max int64) func(string) error {
+	return func(s string) error {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not an integer", s)
+		}
+		if v < min || v > max {
+			return fmt.Errorf("value %d is not in [%d,...,%d]", v, min, max)
+		}
+		return nil
+	}
+}
+
+// validGzipLevel accepts Kafka's gzip levels: 1..9, or -1 for the
+// codec's default (KIP-390).
+func validGzipLevel(s string) error {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%q is not an integer", s)
+	}
+	if v != nvme.GzipLevelDefault && (v < nvme.GzipLevelMin || v > nvme.GzipLevelMax) {
+		return fmt.Errorf("value %d is not in [%d,...,%d] or %d", v, nvme.GzipLevelMin, nvme.GzipLevelMax, nvme.GzipLevelDefault)
+	}
+	return nil
+}
+
 func validDouble(s string) error {
 	if _, err := strconv.ParseFloat(s, 64); err != nil {
 		return fmt.Errorf("%q is not a number", s)
@@ -83,6 +110,9 @@ func validBool(s string) error {
 var topicDefs = []TopicDef{
 	{"cleanup.policy", "log.cleanup.policy", "delete", "list", validOneOf("delete", "compact")},
 	{"compression.type", "compression.type", "producer", "string", validOneOf("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")},
+	{"compression.gzip.level", "compression.gzip.level", "-1", "int", validGzipLevel},
+	{"compression.lz4.level", "compression.lz4.level", "9", "int", validRange(nvme.LZ4LevelMin, nvme.LZ4LevelMax)},
+	{"compression.zstd.level", "compression.zstd.level", "3", "int", validRange(nvme.ZstdLevelMin, nvme.ZstdLevelMax)},
 	{"delete.retention.ms", "log.cleaner.delete.retention.ms", "86400000", "long", validLong(0)},
 	{"file.delete.delay.ms", "log.segment.delete.delay.ms", "60000", "long", validLong(0)},
 	{"flush.messages", "log.flush.interval.messages", "9223372036854775807", "long", validLong(1)},
@@ -91,6 +121,9 @@ var topicDefs = []TopicDef{
 	{"max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms", "9223372036854775807", "long", validLong(1)},
 	{"max.message.bytes", "message.max.bytes", "1048588", "int", validLong(0)},
 	{"message.timestamp.type", "log.message.timestamp.type", "CreateTime", "string", validOneOf("CreateTime", "LogAppendTime")},
+	{"message.timestamp.before.max.ms", "log.message.timestamp.before.max.ms", "9223372036854775807", "long", validLong(0)},
+	{"message.timestamp.after.max.ms", "log.message.timestamp.after.max.ms", "3600000", "long", validLong(0)},
+	{"message.timestamp.difference.max.ms", "log.message.timestamp.difference.max.ms", "9223372036854775807", "long", validLong(0)},
 	{"min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio", "0.5", "double", validDouble},
 	{"min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms", "0", "long", validLong(0)},
 	{"min.insync.replicas", "min.insync.replicas", "1", "int", validLong(1)},
@@ -214,7 +247,46 @@ type Topic struct {
 	FlushMessages      int64 // flush.messages
 	FlushMs            int64 // flush.ms
 	MaxCompactionLagMs int64 // max.compaction.lag.ms: a compacted log rolls at least this often
+	// Compression is the codec compression.type recompresses produced
+	// batches to (nvme.Compression*), or -1 for "producer": batches are
+	// kept as sent.
+	Compression int
+	// CompressionLevels are compression.gzip.level, compression.lz4.level
+	// and compression.zstd.level (KIP-390).
+	CompressionLevels nvme.Levels
+	// TimestampBeforeMaxMs and TimestampAfterMaxMs bound a CreateTime
+	// record's timestamp to [now-before, now+after] (KIP-937:
+	// message.timestamp.before.max.ms, message.timestamp.after.max.ms;
+	// each at its default takes the deprecated
+	// message.timestamp.difference.max.ms when that is set).
+	TimestampBeforeMaxMs int64
+	TimestampAfterMaxMs  int64
 }
+
+// CompressionCodec maps a compression.type value to its codec
+// (nvme.Compression*): -1 for "producer" (and anything unknown).
+func CompressionCodec(v string) int {
+	switch v {
+	case "uncompressed":
+		return nvme.CompressionNone
+	case "gzip":
+		return nvme.CompressionGzip
+	case "snappy":
+		return nvme.CompressionSnappy
+	case "lz4":
+		return nvme.CompressionLZ4
+	case "zstd":
+		return nvme.CompressionZstd
+	}
+	return -1
+}
+
+// Kafka's defaults of the timestamp bounds (Kafka 4: a record more than
+// an hour in the future is refused).
+const (
+	defaultTimestampBeforeMaxMs = math.MaxInt64
+	defaultTimestampAfterMaxMs  = 3_600_000
+)
 
 // ParseTopic parses a topic's configs: overrides (the topic's own configs)
 // over defaults (the broker-level defaults, TopicDefaults). A number that
@@ -251,6 +323,40 @@ func ParseTopic(overrides, defaults map[string]string) Topic {
 		FlushMessages:      i64("flush.messages"),
 		FlushMs:            i64("flush.ms"),
 		MaxCompactionLagMs: i64("max.compaction.lag.ms"),
+		Compression:        CompressionCodec(get("compression.type")),
+		CompressionLevels: nvme.Levels{
+			Gzip: int(i64("compression.gzip.level")),
+			LZ4:  int(i64("compression.lz4.level")),
+			Zstd: int(i64("compression.zstd.level")),
+		},
+		TimestampBeforeMaxMs: timestampBound(i64("message.timestamp.before.max.ms"), defaultTimestampBeforeMaxMs, i64("message.timestamp.difference.max.ms")),
+		TimestampAfterMaxMs:  timestampBound(i64("message.timestamp.after.max.ms"), defaultTimestampAfterMaxMs, i64("message.timestamp.difference.max.ms")),
+	}
+}
+
+// timestampBound is a KIP-937 bound: v, or the deprecated difference
+// bound when v is at its default and the difference bound is set (Kafka's
+// LogConfig reads them so).
+func timestampBound(v, def, diff int64) int64 {
+	if v == def && diff != math.MaxInt64 {
+		return diff
+	}
+	return v
+}
+
+// AppendOptions are the per-append options of a partition with these
+// configs whose leader epoch is epoch: LogAppendTime, max.message.bytes,
+// keys on compacted topics, and the CreateTime bounds of
+// message.timestamp.before.max.ms and message.timestamp.after.max.ms.
+func (c Topic) AppendOptions(epoch int32) nvme.AppendOptions {
+	return nvme.AppendOptions{
+		LogAppendTime:        c.LogAppendTime,
+		MaxMessageBytes:      c.MaxMessageBytes,
+		LeaderEpoch:          epoch,
+		RequireKeys:          c.Compact,
+		CheckTimestamps:      true,
+		TimestampBeforeMaxMs: c.TimestampBeforeMaxMs,
+		TimestampAfterMaxMs:  c.TimestampAfterMaxMs,
 	}
 }
 

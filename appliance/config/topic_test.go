@@ -3,6 +3,8 @@ package config
 import (
 	"strings"
 	"testing"
+
+	"github.com/ringbroker/ringbroker/nvme"
 )
 
 func TestCleanupOptions(t *testing.T) {
@@ -62,7 +64,9 @@ func TestParseTopic(t *testing.T) {
 	got := ParseTopic(nil, defaults)
 	want := Topic{SegmentBytes: 1 << 30, SegmentMs: 604800000, RetentionMs: 604800000, RetentionBytes: -1,
 		IndexIntervalBytes: 4096, SegmentIndexBytes: 10 << 20, MaxMessageBytes: 1048588, DeletePolicy: true,
-		FileDeleteDelayMs: 60000, FlushMessages: 1<<63 - 1, FlushMs: 1<<63 - 1, MaxCompactionLagMs: 1<<63 - 1}
+		FileDeleteDelayMs: 60000, FlushMessages: 1<<63 - 1, FlushMs: 1<<63 - 1, MaxCompactionLagMs: 1<<63 - 1,
+		Compression: -1, CompressionLevels: nvme.Levels{Gzip: -1, LZ4: 9, Zstd: 3},
+		TimestampBeforeMaxMs: 1<<63 - 1, TimestampAfterMaxMs: 3_600_000}
 	if got != want {
 		t.Errorf("defaults parse to\n%+v, want\n%+v", got, want)
 	}
@@ -71,6 +75,18 @@ func TestParseTopic(t *testing.T) {
 	want.Compact, want.DeletePolicy, want.SegmentBytes, want.LogAppendTime, want.MaxCompactionLagMs = true, false, 1024, true, 5000
 	if got != want {
 		t.Errorf("overrides parse to\n%+v, want\n%+v (a bad number falls back to its default)", got, want)
+	}
+	got = ParseTopic(map[string]string{"compression.type": "zstd", "compression.zstd.level": "-5", "compression.gzip.level": "9",
+		"message.timestamp.difference.max.ms": "1000", "message.timestamp.after.max.ms": "50"}, defaults)
+	if got.Compression != nvme.CompressionZstd || got.CompressionLevels != (nvme.Levels{Gzip: 9, LZ4: 9, Zstd: -5}) ||
+		got.TimestampBeforeMaxMs != 1000 || got.TimestampAfterMaxMs != 50 {
+		t.Errorf("compression and timestamp overrides parse to %+v", got)
+	}
+	for v, want := range map[string]int{"producer": -1, "uncompressed": nvme.CompressionNone, "gzip": nvme.CompressionGzip,
+		"snappy": nvme.CompressionSnappy, "lz4": nvme.CompressionLZ4, "zstd": nvme.CompressionZstd} {
+		if got := CompressionCodec(v); got != want {
+			t.Errorf("CompressionCodec(%q) = %d, want %d", v, got, want)
+		}
 	}
 }
 
@@ -82,6 +98,11 @@ func TestValidateTopic(t *testing.T) {
 		{"retention.ms", "-1", true}, {"retention.ms", "-2", false}, {"segment.bytes", "14", true}, {"segment.bytes", "13", false},
 		{"cleanup.policy", "compact, delete", true}, {"cleanup.policy", "shred", false}, {"min.cleanable.dirty.ratio", "0.1", true},
 		{"preallocate", "TRUE", false}, {"local.retention.ms", "-2", true}, {"no.such.config", "1", false},
+		{"compression.gzip.level", "-1", true}, {"compression.gzip.level", "0", false}, {"compression.gzip.level", "9", true},
+		{"compression.gzip.level", "10", false}, {"compression.lz4.level", "0", false}, {"compression.lz4.level", "17", true},
+		{"compression.lz4.level", "18", false}, {"compression.zstd.level", "-131072", true}, {"compression.zstd.level", "-131073", false},
+		{"compression.zstd.level", "22", true}, {"compression.zstd.level", "23", false}, {"message.timestamp.after.max.ms", "-1", false},
+		{"message.timestamp.before.max.ms", "0", true},
 	} {
 		if err := ValidateTopic(c.name, c.value); (err == nil) != c.ok {
 			t.Errorf("ValidateTopic(%s, %q) = %v, want ok %v", c.name, c.value, err, c.ok)

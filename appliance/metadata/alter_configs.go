@@ -10,9 +10,10 @@ package metadata
 // config keys and null values in one resource; an unknown or invalid
 // config answers INVALID_CONFIG (40), an unknown topic
 // UNKNOWN_TOPIC_OR_PARTITION (3), an illegal name INVALID_TOPIC_EXCEPTION
-// (17). Broker resources (type 4) answer INVALID_REQUEST: broker configs
-// are static and live in server.properties. Any other resource type
-// answers INVALID_REQUEST. Errors carry a message.
+// (17). Broker resources (type 4), "" for the cluster default or this
+// node's id, replace that resource's dynamic broker configs
+// (broker_configs.go). Any other resource type answers INVALID_REQUEST.
+// Errors carry a message.
 
 import (
 	"fmt"
@@ -67,6 +68,9 @@ func (h *handlers) alterConfigsResource(rr kmsg.AlterConfigsRequestResource, val
 	if err := checkConfigResource(rr.ResourceType, rr.ResourceName, keys, nulls); err != nil {
 		return err
 	}
+	if rr.ResourceType == kmsg.ConfigResourceTypeBroker {
+		return h.ctl.alterBrokerConfigsWith(rr.ResourceName, func(func(string) string) ([]ConfigChange, error) { return changes, nil }, true, validateOnly)
+	}
 	return h.ctl.AlterTopicConfigs(rr.ResourceName, changes, true, validateOnly)
 }
 
@@ -91,7 +95,7 @@ func checkConfigResource(typ kmsg.ConfigResourceType, name string, keys, nulls [
 		}
 		return ValidTopicName(name)
 	case kmsg.ConfigResourceTypeBroker:
-		return fmt.Errorf("%w: broker configs are static; edit server.properties", kerr.InvalidRequest)
+		return nil // the name and keys are checked by Controller.alterBrokerConfigsWith
 	}
 	return fmt.Errorf("%w: resource type %d cannot be altered (2 topic)", kerr.InvalidRequest, typ)
 }

@@ -60,7 +60,8 @@ func TestCheckConfigResource(t *testing.T) {
 		{kmsg.ConfigResourceTypeTopic, "t", []string{"a"}, []string{"a"}, kerr.InvalidRequest},
 		{kmsg.ConfigResourceTypeTopic, "", nil, nil, kerr.InvalidRequest},
 		{kmsg.ConfigResourceTypeTopic, "bad/name", nil, nil, kerr.InvalidTopicException},
-		{kmsg.ConfigResourceTypeBroker, "1", nil, nil, kerr.InvalidRequest},
+		{kmsg.ConfigResourceTypeBroker, "1", nil, nil, nil}, // the name and keys: alterBrokerConfigsWith
+		{kmsg.ConfigResourceTypeBroker, "1", []string{"a", "a"}, nil, kerr.InvalidRequest},
 		{kmsg.ConfigResourceTypeBrokerLogger, "1", nil, nil, kerr.InvalidRequest},
 	} {
 		err := checkConfigResource(tc.typ, tc.name, tc.keys, tc.nulls)

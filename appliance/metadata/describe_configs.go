@@ -15,11 +15,14 @@ package metadata
 // name INVALID_TOPIC_EXCEPTION (17).
 //
 // Broker resources (type 4) named with our node id list every broker
-// property we know (server.properties merged with our defaults) as
-// STATIC_BROKER_CONFIG or DEFAULT_CONFIG, read-only; secrets (passwords,
-// JAAS configs) are sensitive and have a null value. An empty broker name
-// asks, as in Kafka, for the cluster-wide dynamic broker defaults only,
-// which this broker does not have: the answer is an empty list. Another
+// property we know (server.properties merged with our defaults) and the
+// dynamic ones, with their source: DYNAMIC_BROKER_CONFIG (2),
+// DYNAMIC_DEFAULT_BROKER_CONFIG (3), STATIC_BROKER_CONFIG (4) or
+// DEFAULT_CONFIG (5); read-only unless AlterConfigs may change them
+// (broker_configs.go); secrets (passwords, JAAS configs) are sensitive and
+// have a null value. An empty broker name asks, as in Kafka, for the
+// cluster-wide dynamic broker defaults only. A topic config inherited from
+// a dynamic broker config names it as its source. Another
 // broker id or a name that is not a number answers INVALID_REQUEST (42), as
 // does any other resource type.
 //
@@ -75,7 +78,8 @@ func (h *handlers) handleDescribeConfigs(r *wire.Request) any {
 				break
 			}
 			set := h.h.Settings()
-			res.Configs = DescribeTopicConfigs(h.h, set.TopicDefaults, set.Props, t.Configs, rr.ConfigNames, synonyms)
+			dyn := brokerDynamic{node: im.Brokers[strconv.Itoa(int(set.NodeID))], cluster: im.Brokers[""]}
+			res.Configs = describeTopicConfigs(h.h, set.TopicDefaults, set.Props, t.Configs, dyn, rr.ConfigNames, synonyms)
 		case kmsg.ConfigResourceTypeBroker:
 			if rr.ResourceName == "" {
 				res.Configs = DescribeBrokerConfigs(h.h, nil, im.Brokers[""], nil, rr.ConfigNames, synonyms)
@@ -168,13 +172,20 @@ type configSynonym struct {
 }
 
 // topicConfigSynonyms lists where a topic config's value may come from, in
-// order of precedence: the topic override, broker properties set in
+// order of precedence: the topic override, this broker's and the
+// cluster-wide dynamic broker config, broker properties set in
 // server.properties, Kafka's built-in default. The first entry is the
 // effective one.
-func topicConfigSynonyms(c Configs, d TopicConfigDef, props, overrides map[string]string) []configSynonym {
+func topicConfigSynonyms(c Configs, d TopicConfigDef, props, overrides map[string]string, dyn brokerDynamic) []configSynonym {
 	var out []configSynonym
 	if v, ok := overrides[d.Name]; ok {
 		out = append(out, configSynonym{d.Name, v, kmsg.ConfigSourceDynamicTopicConfig})
+	}
+	if v, ok := dyn.node[d.BrokerProp]; ok {
+		out = append(out, configSynonym{d.BrokerProp, v, kmsg.ConfigSourceDynamicBrokerConfig})
+	}
+	if v, ok := dyn.cluster[d.BrokerProp]; ok {
+		out = append(out, configSynonym{d.BrokerProp, v, kmsg.ConfigSourceDynamicDefaultBrokerConfig})
 	}
 	for _, k := range topicBrokerSynonyms(d) {
 		if v, ok := explicitBrokerProp(c, props, k); ok {
@@ -190,13 +201,22 @@ func topicConfigSynonyms(c Configs, d TopicConfigDef, props, overrides map[strin
 // (Settings.TopicDefaults), props the broker properties (Settings.Props),
 // overrides the topic's own configs.
 func DescribeTopicConfigs(c Configs, defaults, props, overrides map[string]string, names []string, withSynonyms bool) []kmsg.DescribeConfigsResponseResourceConfig {
+	return describeTopicConfigs(c, defaults, props, overrides, brokerDynamic{}, names, withSynonyms)
+}
+
+// brokerDynamic are the dynamic broker configs a topic's defaults come
+// from: this node's (broker resource named with its id) and the cluster's
+// (resource "").
+type brokerDynamic struct{ node, cluster map[string]string }
+
+func describeTopicConfigs(c Configs, defaults, props, overrides map[string]string, dyn brokerDynamic, names []string, withSynonyms bool) []kmsg.DescribeConfigsResponseResourceConfig {
 	var out []kmsg.DescribeConfigsResponseResourceConfig
 	for _, name := range c.TopicConfigNames() {
 		if !wantConfig(names, name) {
 			continue
 		}
 		d, _ := c.TopicConfig(name)
-		syns := topicConfigSynonyms(c, d, props, overrides)
+		syns := topicConfigSynonyms(c, d, props, overrides, dyn)
 		value, ok := overrides[name]
 		if !ok {
 			value, ok = defaults[name]
@@ -265,6 +285,8 @@ func DescribeBrokerConfigs(c Configs, props, dynDefault, dynBroker map[string]st
 			}
 			if v, ok := c.BrokerDefault(k); ok {
 				syns = append(syns, configSynonym{k, v, kmsg.ConfigSourceDefaultConfig})
+			} else if d, ok := DynamicBrokerProp(c, k); ok {
+				syns = append(syns, configSynonym{k, d.Default, kmsg.ConfigSourceDefaultConfig})
 			}
 		}
 		if len(syns) == 0 {
@@ -281,7 +303,8 @@ func DescribeBrokerConfigs(c Configs, props, dynDefault, dynBroker map[string]st
 		}
 		e.Source = syns[0].source
 		e.IsDefault = e.Source == kmsg.ConfigSourceDefaultConfig
-		e.ReadOnly = true // broker configs are static: AlterConfigs refuses them
+		_, dynamic := DynamicBrokerProp(c, k)
+		e.ReadOnly = !dynamic && !dynamicCleanerProp(k) // the others answer INVALID_REQUEST to AlterConfigs
 		e.IsSensitive = sensitive
 		e.ConfigType = c.BrokerPropType(k)
 		if withSynonyms {

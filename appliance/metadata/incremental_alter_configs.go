@@ -17,8 +17,9 @@ package metadata
 // config keys, a null value for an operation other than DELETE, and an
 // unknown operation; APPEND/SUBTRACT on a config that is not a list, an
 // unknown config or an invalid value answer INVALID_CONFIG (40); an unknown
-// topic UNKNOWN_TOPIC_OR_PARTITION (3). Broker resources (type 4) answer
-// INVALID_REQUEST: broker configs are static and live in server.properties.
+// topic UNKNOWN_TOPIC_OR_PARTITION (3). Broker resources (type 4), "" for
+// the cluster default or this node's id, take the same operations on the
+// broker properties that may change without a restart (broker_configs.go).
 // Group resources (type 32) take SET and DELETE (Host.AlterGroupConfigs).
 
 import (
@@ -75,6 +76,11 @@ func (h *handlers) incrementalAlterResource(rr kmsg.IncrementalAlterConfigsReque
 	}
 	if err := checkConfigResource(rr.ResourceType, rr.ResourceName, keys, nulls); err != nil {
 		return err
+	}
+	if rr.ResourceType == kmsg.ConfigResourceTypeBroker {
+		return h.ctl.alterBrokerConfigsWith(rr.ResourceName, func(effective func(string) string) ([]ConfigChange, error) {
+			return incrementalBrokerChanges(h.h, rr.Configs, effective)
+		}, false, validateOnly)
 	}
 	return h.ctl.alterTopicConfigsWith(rr.ResourceName, func(t *TopicImage) ([]ConfigChange, error) {
 		return IncrementalConfigChanges(h.h, rr.Configs, h.h.EffectiveTopicConfigs(t))

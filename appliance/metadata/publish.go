@@ -39,6 +39,10 @@ type Delta struct {
 	ClientQuotas bool
 	// ProducerIDs: a ProducerIDsRecord moved NextProducerID.
 	ProducerIDs bool
+	// BrokerConfigs: the dynamic broker configs differ; every topic is in
+	// Reconfigured then, as the topic defaults may have changed
+	// (TopicDefaultsWith).
+	BrokerConfigs bool
 }
 
 // AddedPartitions are partitions [From, len(Topic.Partitions)) of Topic.
@@ -50,7 +54,7 @@ type AddedPartitions struct {
 // Empty reports whether d changes nothing the listeners act on.
 func (d *Delta) Empty() bool {
 	return len(d.Added) == 0 && len(d.Removed) == 0 && len(d.Reconfigured) == 0 &&
-		!d.ACLs && !d.Scram && !d.ClientQuotas && !d.ProducerIDs
+		!d.ACLs && !d.Scram && !d.ClientQuotas && !d.ProducerIDs && !d.BrokerConfigs
 }
 
 // DiffImages is Diff of the two images' topics with the flags of the
@@ -64,6 +68,22 @@ func DiffImages(prev, next *Image) *Delta {
 	d.ClientQuotas = prev.ClientQuotas != next.ClientQuotas
 	d.Scram = !sameScram(prev.Scram, next.Scram)
 	d.ProducerIDs = prev.NextProducerID != next.NextProducerID
+	d.BrokerConfigs = !maps.EqualFunc(prev.Brokers, next.Brokers, maps.Equal)
+	if d.BrokerConfigs {
+		seen := map[TopicID]bool{}
+		for _, a := range d.Added {
+			seen[a.Topic.ID] = true
+		}
+		for _, t := range d.Reconfigured {
+			seen[t.ID] = true
+		}
+		for id, t := range next.TopicsByID {
+			if !seen[id] {
+				d.Reconfigured = append(d.Reconfigured, t)
+			}
+		}
+		sort.Slice(d.Reconfigured, func(i, j int) bool { return d.Reconfigured[i].Name < d.Reconfigured[j].Name })
+	}
 	return d
 }
 

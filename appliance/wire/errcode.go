@@ -29,6 +29,8 @@ func ErrCode(err error) int16 {
 		return kerr.InvalidRecord.Code
 	case errors.Is(err, nvme.ErrInvalidRecord):
 		return kerr.InvalidRecord.Code
+	case errors.Is(err, nvme.ErrInvalidTimestamp):
+		return kerr.InvalidTimestamp.Code
 	case errors.Is(err, nvme.ErrOffsetOutOfRange):
 		return kerr.OffsetOutOfRange.Code
 	case errors.Is(err, nvme.ErrLogClosed), errors.Is(err, nvme.ErrNoDescriptors):
