@@ -1,8 +1,10 @@
 // Package metadata owns the cluster metadata as a node holds it
 // (DESIGN.md "Metadata"):
 //
-//   - the Image (values only: topics, partitions, configs, the producer id
-//     block, and other concepts' values as plain data: ACL bindings by id,
+//   - the Image (values only: topics, partitions with their leader and
+//     partition epochs, configs, the producer id block, the registered
+//     brokers with their epochs, endpoints, racks and fencing (brokers.go;
+//     none on a single node, which is its own one broker), and other concepts' values as plain data: ACL bindings by id,
 //     client quota values by entity, SCRAM credentials by user and
 //     mechanism) and Image.Apply, which turns committed Records into the
 //     next image;
