@@ -24,9 +24,15 @@
 //     over it that Register adds to a wire.Table: CreateTopics,
 //     DeleteTopics, CreatePartitions, DescribeConfigs, AlterConfigs,
 //     IncrementalAlterConfigs, ElectLeaders, AlterPartitionReassignments,
-//     ListPartitionReassignments, DescribeCluster.
+//     ListPartitionReassignments, DescribeCluster;
+//   - placement of new partitions (PlacePartitions: on the node itself
+//     without registered brokers, else cluster/membership's placer over
+//     the unfenced ones) and Membership, the active controller's
+//     BrokerRegistration, BrokerHeartbeat and UnregisterBroker handlers
+//     and session fencing over a membership.Registry (membership.go),
+//     which a quorum node registers on its wire.Table.
 //
-// It imports cluster/records, appliance/wire, nvme, ioring and numa only,
+// It imports cluster/records, cluster/membership, appliance/wire, nvme, ioring and numa only,
 // never appliance nor another concept package (docs/architecture.md, held
 // by tests/arch). What it needs of the other concepts it declares: Checks
 // (whether an ACL binding, a quota entity or a SCRAM mechanism is valid)
