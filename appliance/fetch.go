@@ -24,6 +24,7 @@ package appliance
 import (
 	"errors"
 
+	"github.com/ringbroker/ringbroker/appliance/metadata"
 	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -75,6 +76,9 @@ func handleFetch(b *Broker, r *wire.Request) any {
 				op.errCode = kerr.TopicAuthorizationFailed.Code
 			case topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions):
 				op.errCode = kerr.UnknownTopicOrPartition.Code
+			case im.NotLeader(topic, p.Partition, b.cfg.NodeID): // another broker leads it (KIP-951 hints)
+				op.errCode, op.leaderHint = kerr.NotLeaderForPartition.Code, true
+				op.leaderID, op.leaderEpoch, fs.enc.brokers = metadata.FetchNotLeader(fs.enc.brokers, im, r, topic, p.Partition)
 			case r.Version < 10 && b.topicCompression(topic) == "zstd":
 				op.errCode = kerr.UnsupportedCompressionType.Code
 			default:

@@ -146,7 +146,7 @@ func (lm *logManager) unplace(d *metadata.Delta) {
 // configs applied, new partitions opened. It waits for all of it. The
 // error names the partitions that did not open (they stay offline: their
 // views say so) and counts them.
-func (lm *logManager) Publish(_, _ *Image, d *metadata.Delta) error {
+func (lm *logManager) Publish(_, next *Image, d *metadata.Delta) error {
 	for _, t := range d.Removed {
 		lm.dropPartitions(t)
 	}
@@ -154,11 +154,12 @@ func (lm *logManager) Publish(_, _ *Image, d *metadata.Delta) error {
 	for _, t := range d.Reconfigured {
 		lm.reconfigure(t)
 	}
-	return lm.open(d.Added)
+	return lm.open(next, d.Added)
 }
 
-// open opens the added partitions on their shards, all at once, and waits.
-func (lm *logManager) open(added []metadata.AddedPartitions) error {
+// open opens the added partitions that live on this node (next.Hosts) on
+// their shards, all at once, and waits.
+func (lm *logManager) open(next *Image, added []metadata.AddedPartitions) error {
 	b := lm.b
 	var openErrs []error // the first few, with a count: a join of thousands is slow to print
 	failed := 0
@@ -167,6 +168,9 @@ func (lm *logManager) open(added []metadata.AddedPartitions) error {
 	for _, a := range added {
 		t := a.Topic
 		for p := a.From; p < int32(len(t.Partitions)); p++ {
+			if !next.Hosts(&t.Partitions[p], b.cfg.NodeID) {
+				continue
+			}
 			st := lm.shardOf(t.ID, p)
 			view := lm.viewOf(t.ID, p)
 			logStart := lm.startOffsets[tpName{t.Name, p}]

@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/metadata"
 	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -75,6 +76,8 @@ func handleProduce(b *Broker, r *wire.Request) any {
 				rp.ErrorCode = kerr.InvalidRequiredAcks.Code
 			case topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions):
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case im.NotLeader(topic, p.Partition, b.cfg.NodeID): // another broker leads it (KIP-951 hints)
+				metadata.ProduceNotLeader(&ps.resp, rp, im, r, topic, p.Partition)
 			case isInternalTopic(t.Topic):
 				rp.ErrorCode = kerr.InvalidTopicException.Code
 			case len(p.Records) == 0:

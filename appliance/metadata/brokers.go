@@ -40,16 +40,13 @@ type BrokerImage struct {
 // Live reports whether b is unfenced: listed to clients and able to lead.
 func (b *BrokerImage) Live() bool { return !b.Fenced }
 
-// Endpoint returns b's endpoint on the listener named name, or its first
-// endpoint when none has that name; ok is false when it has none.
+// Endpoint returns b's endpoint on the listener named name (the first
+// one when name is ""); ok is false when it has none there.
 func (b *BrokerImage) Endpoint(name string) (records.BrokerEndpoint, bool) {
 	for _, e := range b.Endpoints {
-		if e.Name == name {
+		if e.Name == name || name == "" {
 			return e, true
 		}
-	}
-	if len(b.Endpoints) > 0 {
-		return b.Endpoints[0], true
 	}
 	return records.BrokerEndpoint{}, false
 }
