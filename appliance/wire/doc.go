@@ -5,7 +5,8 @@
 // authorization hook (Authorizer) through which handlers ask whether a
 // request may perform an operation, the tagged-field encoders of the
 // hand-encoded Fetch response (AppendFetchPartitionTags,
-// AppendFetchResponseTags), and Ask, the one typed way to run a
+// AppendFetchResponseTags), Produce's check of a client's record batch
+// (ClientBatchViolation), and Ask, the one typed way to run a
 // closure on the shard that owns a coordinator's state and wait for its
 // reply.
 //
