@@ -143,7 +143,7 @@ func (lm *logManager) unplace(d *metadata.Delta) {
 
 // Publish (metadata.Listener) carries out d on the shards after the image that holds it is
 // stored: partitions of removed topics are closed and deleted, changed
-// configs applied, new partitions opened. It waits for all of it. The
+// configs and leader epochs applied, new partitions opened. It waits for all of it. The
 // error names the partitions that did not open (they stay offline: their
 // views say so) and counts them.
 func (lm *logManager) Publish(_, next *Image, d *metadata.Delta) error {
@@ -153,6 +153,9 @@ func (lm *logManager) Publish(_, next *Image, d *metadata.Delta) error {
 	lm.unplace(d)
 	for _, t := range d.Reconfigured {
 		lm.reconfigure(t)
+	}
+	for _, t := range d.Releadered {
+		lm.releader(t)
 	}
 	return lm.open(next, d.Added)
 }
@@ -212,6 +215,27 @@ func (lm *logManager) reconfigure(t *TopicImage) {
 				part.cfg = cfg
 				part.log.SetOptions(cfg.LogOptions(b.log, part.log.LogStartOffset()))
 			}
+		})
+	}
+}
+
+// releader gives t's open partitions their leader epochs from the image
+// (fencing moved leadership away and back); where this node leads, the
+// log records the new epoch's start offset, as opening does.
+func (lm *logManager) releader(t *TopicImage) {
+	b := lm.b
+	for _, pi := range t.Partitions {
+		b.withPartition(t, pi.Partition, func(part *partition) {
+			if part == nil || part.epoch == pi.LeaderEpoch {
+				return
+			}
+			part.epoch = pi.LeaderEpoch
+			if pi.Leader == b.cfg.NodeID && part.log != nil && part.offline == nil {
+				if err := part.log.AssignEpoch(pi.LeaderEpoch, part.log.LogEndOffset()); err != nil {
+					b.log.Warn("cannot record a partition's new leader epoch", "topic", t.Name, "partition", pi.Partition, "err", err)
+				}
+			}
+			part.publishView()
 		})
 	}
 }

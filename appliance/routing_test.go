@@ -6,9 +6,11 @@ import (
 	"reflect"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/ringbroker/ringbroker/appliance/metadata"
 	"github.com/ringbroker/ringbroker/cluster/records"
+	"github.com/ringbroker/ringbroker/internal/wait"
 	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -212,5 +214,48 @@ func TestRoutingFetchNotLeader(t *testing.T) {
 	resp = fetch3(k, 11)
 	if p := resp.Topics[0].Partitions[1]; p.ErrorCode != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("v11: code %d", p.ErrorCode)
+	}
+}
+
+// TestRoutingFencedAndBack: while this broker is fenced and its partition
+// leaderless it answers NOT_LEADER_OR_FOLLOWER for it; when leadership
+// returns with a new leader epoch, the open partition takes that epoch
+// (fetches naming it are served, older ones are FENCED_LEADER_EPOCH).
+func TestRoutingFencedAndBack(t *testing.T) {
+	b, k, self := routedBroker(t)
+	tid := records.UUID(routedID)
+	away := records.NewPartitionChangeRecord(tid, 0)
+	away.Leader = -1
+	commitBinary(t, b, away, &records.BrokerRegistrationChangeRecord{RecordVersion: 1, BrokerID: self, BrokerEpoch: 100, Fenced: 1})
+	p := produceTo3(k, 11, testBatch(t, nvme.CompressionNone, 1, 0)).Topics[0].Partitions[0]
+	if p.ErrorCode != kerr.NotLeaderForPartition.Code || p.CurrentLeader.LeaderID != -1 {
+		t.Fatalf("produce while fenced: %+v", p)
+	}
+	back := records.NewPartitionChangeRecord(tid, 0)
+	back.Leader = self
+	commitBinary(t, b, &records.BrokerRegistrationChangeRecord{RecordVersion: 1, BrokerID: self, BrokerEpoch: 100, Fenced: -1}, back)
+	if pi := b.currentImage().Topics["routed"].Partitions[0]; pi.Leader != self || pi.LeaderEpoch != 2 || pi.PartitionEpoch != 2 {
+		t.Fatalf("partition after leadership returned: %+v", pi)
+	}
+	fetchAt := func(epoch int32) int16 {
+		req := kmsg.NewPtrFetchRequest()
+		req.MaxBytes = 1 << 20
+		ft := kmsg.NewFetchRequestTopic()
+		ft.TopicID = routedID
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.CurrentLeaderEpoch, fp.PartitionMaxBytes = epoch, 1<<20
+		ft.Partitions = append(ft.Partitions, fp)
+		req.Topics = append(req.Topics, ft)
+		return k.do(req, 16).(*kmsg.FetchResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	// The epoch reaches the partition on its shard right after publishing.
+	if !wait.Every(5*time.Millisecond, 10*time.Second, func() bool { return fetchAt(2) == 0 }) {
+		t.Fatalf("fetch at the new leader epoch: error %d", fetchAt(2))
+	}
+	if code := fetchAt(0); code != kerr.FencedLeaderEpoch.Code {
+		t.Fatalf("fetch at the old leader epoch: error %d", code)
+	}
+	if p := produceTo3(k, 11, testBatch(t, nvme.CompressionNone, 1, 0)).Topics[0].Partitions[0]; p.ErrorCode != 0 {
+		t.Fatalf("produce after leadership returned: %+v", p)
 	}
 }

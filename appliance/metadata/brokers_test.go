@@ -157,3 +157,31 @@ func TestSnapshotBrokersRoundTrip(t *testing.T) {
 		t.Fatalf("partition after the snapshot %+v", p)
 	}
 }
+
+// TestDiffReleadered: a leadership change of an existing partition is in
+// the delta's Releadered; a config change alone is not.
+func TestDiffReleadered(t *testing.T) {
+	tid := records.UUID{9}
+	im, err := replayBinary(t, NewImage(testChecks{}), 1, &records.TopicRecord{Name: "t", TopicID: tid},
+		&records.PartitionRecord{TopicID: tid, PartitionID: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := "1"
+	cfg, err := im.Apply(2, []Record{{Config: &ConfigRecord{ResourceType: 2, Name: "t", Key: "retention.ms", Value: &v}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := DiffImages(im, cfg); len(d.Releadered) != 0 || len(d.Reconfigured) != 1 {
+		t.Fatalf("config change: %+v", d)
+	}
+	ch := records.NewPartitionChangeRecord(tid, 0)
+	ch.Leader = -1
+	next, err := replayBinary(t, cfg, 3, ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := DiffImages(cfg, next); len(d.Releadered) != 1 || d.Releadered[0].Partitions[0].Leader != -1 || d.Empty() {
+		t.Fatalf("leader change: %+v", d)
+	}
+}
