@@ -227,6 +227,23 @@ func (m *Membership) Run(ctx context.Context) {
 	}
 }
 
+// Send answers a BrokerRegistration or BrokerHeartbeat request in process,
+// as its handler does: the channel (cluster/brokerlife.Channel) of a
+// broker that runs in the same process as the active controller. Other
+// requests are an error.
+func (m *Membership) Send(_ context.Context, req kmsg.Request) (kmsg.Response, error) {
+	var out any
+	switch req.(type) {
+	case *kmsg.BrokerRegistrationRequest:
+		out = m.handleRegistration(&wire.Request{Key: req.Key(), Version: req.GetVersion(), Req: req})
+	case *kmsg.BrokerHeartbeatRequest:
+		out = m.handleHeartbeat(&wire.Request{Key: req.Key(), Version: req.GetVersion(), Req: req})
+	default:
+		return nil, fmt.Errorf("cannot send %T to the controller in process", req)
+	}
+	return out.(kmsg.Response), nil
+}
+
 // onControllerListener reports whether r came on a controller listener;
 // requests built without a connection (tests) count as such.
 func (m *Membership) onControllerListener(r *wire.Request) bool {

@@ -1,4 +1,4 @@
-// Package lifecycle is a broker's side of cluster membership (Kafka's
+// Package brokerlife is a broker's side of cluster membership (Kafka's
 // BrokerLifecycleManager): it registers the broker with the active
 // controller (BrokerRegistration, API 62), sends a heartbeat every
 // broker.heartbeat.interval.ms (BrokerHeartbeat, API 63) carrying the
@@ -19,4 +19,4 @@
 // which owns every request; the exported accessors read the state under a
 // mutex that the loop holds only to update it, never across a request.
 // It imports franz-go's kmsg and kerr only, never appliance.
-package lifecycle
+package brokerlife
