@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -196,5 +197,47 @@ func TestMembershipRefusals(t *testing.T) {
 	}
 	if r := m.handleUnregister(&wire.Request{Key: 64, Req: un}).(*kmsg.UnregisterBrokerResponse); r.ErrorCode != 0 || h.im.Registered != nil {
 		t.Fatalf("unregister: %+v, table %v", r, h.im.Registered)
+	}
+}
+
+// TestMembershipRun: the fencing loop fences a broker whose heartbeats
+// stop, on the wall clock, and ends with its context.
+func TestMembershipRun(t *testing.T) {
+	h := newFakeHost(t)
+	m, err := NewMembership(h, MembershipConfig{Registry: membership.Config{ClusterID: "cid", SessionTimeout: 100 * time.Millisecond, Now: time.Now},
+		ControllerListeners: []string{"CONTROLLER"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := register(t, m, 1, "")
+	h.Lock()
+	off := h.im.Offset
+	h.Unlock()
+	if r := heartbeat(t, m, 1, resp.BrokerEpoch, off, false); r.IsFenced {
+		t.Fatalf("heartbeat: %+v", r)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	fenced := func() bool {
+		h.Lock()
+		defer h.Unlock()
+		return h.im.Registered[1].Fenced
+	}
+	deadline := time.After(10 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !fenced() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatal("broker not fenced by the loop")
+		}
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not end with its context")
 	}
 }
