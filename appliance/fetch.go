@@ -30,6 +30,7 @@ import (
 
 	"github.com/ringbroker/ringbroker/appliance/fetchsession"
 
+	"github.com/ringbroker/ringbroker/appliance/metadata"
 	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -105,6 +106,8 @@ func (fs *fetchState) refusal(topic *TopicImage, name string, p int32) int16 {
 		return kerr.TopicAuthorizationFailed.Code
 	case topic == nil || p < 0 || int(p) >= len(topic.Partitions):
 		return kerr.UnknownTopicOrPartition.Code
+	case fs.im.NotLeader(topic, p, fs.b.cfg.NodeID): // another broker leads it (addPart adds KIP-951 hints)
+		return kerr.NotLeaderForPartition.Code
 	case fs.r.Version < 10 && fs.b.topicCompression(topic) == "zstd":
 		return kerr.UnsupportedCompressionType.Code
 	}
@@ -116,7 +119,11 @@ func (fs *fetchState) refusal(topic *TopicImage, name string, p int32) int16 {
 // none).
 func (fs *fetchState) addPart(ot *fetchTopicOut, topic *TopicImage, p int32, offset int64, maxBytes, leaderEpoch, lastFetched, sessIdx int32) {
 	op := fetchPartOut{partition: p, hw: -1, lso: -1, logStart: -1, readCommitted: fs.req.IsolationLevel == 1, maxBytes: maxBytes, sessIdx: sessIdx}
-	if op.errCode = fs.refusal(topic, ot.name, p); op.errCode == 0 {
+	switch op.errCode = fs.refusal(topic, ot.name, p); op.errCode {
+	case kerr.NotLeaderForPartition.Code:
+		op.leaderHint = true
+		op.leaderID, op.leaderEpoch, fs.enc.brokers = metadata.FetchNotLeader(fs.enc.brokers, fs.im, fs.r, topic, p)
+	case 0:
 		op.read = true
 		fs.ins = append(fs.ins, fetchPartIn{ti: len(fs.outs) - 1, pi: len(ot.parts), topic: topic, partition: p,
 			offset: offset, maxBytes: maxBytes, leaderEpoch: leaderEpoch, lastFetchedE: lastFetched})

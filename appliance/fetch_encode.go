@@ -3,29 +3,33 @@ package appliance
 import (
 	"encoding/binary"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/ringbroker/ringbroker/nvme"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // fetchPartOut is one partition of a fetch response.
 type fetchPartOut struct {
-	partition      int32
-	errCode        int16
-	hw             int64
-	lso            int64
-	logStart       int64
-	readCommitted  bool // aborted transactions: an array (maybe empty) instead of null
-	aborted        []nvme.AbortedTxn
-	chunks         []nvme.Chunk
-	ends           []int32 // where each batch of chunks ends (nvme.Log.ReadBatchesInto), for trimToMaxBytes
-	bytes          int32
-	maxBytes       int32 // the request's partition_max_bytes
-	limited        bool  // the read stopped at its byte limit with more readable (nvme.ReadResult.Limited)
-	hasRecords     bool  // false: no records (sent as empty, never null)
-	diverging      bool  // DivergingEpoch tag with divergingEpoch and hw as its end offset
-	divergingEpoch int32
-	read           bool  // read from its log (not refused): a full fetch's new session holds it
-	sessIdx        int32 // its index in the fetch session, -1: not a session partition
-	skip           bool  // an incremental answer leaves it out (fetchState.sessionAnswer)
+	partition             int32
+	errCode               int16
+	hw                    int64
+	lso                   int64
+	logStart              int64
+	readCommitted         bool // aborted transactions: an array (maybe empty) instead of null
+	aborted               []nvme.AbortedTxn
+	chunks                []nvme.Chunk
+	ends                  []int32 // where each batch of chunks ends (nvme.Log.ReadBatchesInto), for trimToMaxBytes
+	bytes                 int32
+	maxBytes              int32 // the request's partition_max_bytes
+	limited               bool  // the read stopped at its byte limit with more readable (nvme.ReadResult.Limited)
+	hasRecords            bool  // false: no records (sent as empty, never null)
+	diverging             bool  // DivergingEpoch tag with divergingEpoch and hw as its end offset
+	divergingEpoch        int32
+	leaderHint            bool // CurrentLeader tag (KIP-951) with leaderID and leaderEpoch
+	leaderID, leaderEpoch int32
+	read                  bool  // read from its log (not refused): a full fetch's new session holds it
+	sessIdx               int32 // its index in the fetch session, -1: not a session partition
+	skip                  bool  // an incremental answer leaves it out (fetchState.sessionAnswer)
 }
 
 // fetchTopicOut is one topic of a fetch response.
@@ -52,6 +56,8 @@ type fetchEncoder struct {
 	raw   rawResponse
 	buf   []byte
 	spans []int // per byte part: its index in raw.parts, then its end in buf
+	// brokers are the leaders' endpoints for NOT_LEADER_OR_FOLLOWER hints.
+	brokers []kmsg.FetchResponseBroker
 }
 
 // detachBuf gives the current buffer away (a transport sends it in place).
@@ -139,11 +145,7 @@ func (e *fetchEncoder) encode(version int16, errCode int16, sessionID int32, top
 				}
 			}
 			if flex {
-				if p.diverging {
-					buf = appendDivergingEpochTag(buf, p.divergingEpoch, p.hw)
-				} else {
-					buf = append(buf, 0) // partition tags
-				}
+				buf = wire.AppendFetchPartitionTags(buf, p.diverging, p.divergingEpoch, p.hw, p.leaderHint, p.leaderID, p.leaderEpoch)
 			}
 		}
 		if flex {
@@ -151,7 +153,7 @@ func (e *fetchEncoder) encode(version int16, errCode int16, sessionID int32, top
 		}
 	}
 	if flex {
-		buf = append(buf, 0) // response tags
+		buf = wire.AppendFetchResponseTags(buf, version, e.brokers) // NodeEndpoints (v16+)
 	}
 	e.spans = append(e.spans, len(out.parts), len(buf))
 	out.parts = append(out.parts, respPart{})
@@ -174,15 +176,6 @@ func sentParts(parts []fetchPartOut) int {
 		}
 	}
 	return n
-}
-
-// appendDivergingEpochTag writes tag 0 (DivergingEpoch: epoch int32,
-// end_offset int64, tags) as the partition's only tagged field.
-func appendDivergingEpochTag(buf []byte, epoch int32, end int64) []byte {
-	buf = append(buf, 1, 0, 13)
-	buf = binary.BigEndian.AppendUint32(buf, uint32(epoch))
-	buf = binary.BigEndian.AppendUint64(buf, uint64(end))
-	return append(buf, 0)
 }
 
 func appendArrayLen(buf []byte, flex bool, n int) []byte {

@@ -80,6 +80,7 @@ func (fs *fetchState) reset(b *Broker, r *wire.Request, req *kmsg.FetchRequest, 
 	fs.outs, fs.ins = fs.outs[:0], fs.ins[:0]
 	fs.i, fs.total, fs.anyErr, fs.full = 0, 0, false, false
 	fs.sessKind, fs.sess = fetchsession.Sessionless, nil
+	fs.enc.brokers = fs.enc.brokers[:0]
 }
 
 // goneCode is the error for a partition its shard no longer has. A topic

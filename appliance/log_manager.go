@@ -147,10 +147,10 @@ func (lm *logManager) unplace(d *metadata.Delta) {
 
 // Publish (metadata.Listener) carries out d on the shards after the image that holds it is
 // stored: partitions of removed topics are closed and deleted, changed
-// configs applied, new partitions opened. It waits for all of it. The
+// configs and leader epochs applied, new partitions opened. It waits for all of it. The
 // error names the partitions that did not open (they stay offline: their
 // views say so) and counts them.
-func (lm *logManager) Publish(_, _ *Image, d *metadata.Delta) error {
+func (lm *logManager) Publish(_, next *Image, d *metadata.Delta) error {
 	for _, t := range d.Removed {
 		lm.dropPartitions(t)
 	}
@@ -158,11 +158,15 @@ func (lm *logManager) Publish(_, _ *Image, d *metadata.Delta) error {
 	for _, t := range d.Reconfigured {
 		lm.reconfigure(t)
 	}
-	return lm.open(d.Added)
+	for _, t := range d.Releadered {
+		lm.releader(t)
+	}
+	return lm.open(next, d.Added)
 }
 
-// open opens the added partitions on their shards, all at once, and waits.
-func (lm *logManager) open(added []metadata.AddedPartitions) error {
+// open opens the added partitions that live on this node (next.Hosts) on
+// their shards, all at once, and waits.
+func (lm *logManager) open(next *Image, added []metadata.AddedPartitions) error {
 	b := lm.b
 	var openErrs []error // the first few, with a count: a join of thousands is slow to print
 	failed := 0
@@ -171,6 +175,9 @@ func (lm *logManager) open(added []metadata.AddedPartitions) error {
 	for _, a := range added {
 		t := a.Topic
 		for p := a.From; p < int32(len(t.Partitions)); p++ {
+			if !next.Hosts(&t.Partitions[p], b.cfg.NodeID) {
+				continue
+			}
 			st := lm.shardOf(t.ID, p)
 			view := lm.viewOf(t.ID, p)
 			logStart := lm.startOffsets[tpName{t.Name, p}]
@@ -212,6 +219,27 @@ func (lm *logManager) reconfigure(t *TopicImage) {
 				part.cfg = cfg
 				part.log.SetOptions(cfg.LogOptions(b.log, part.log.LogStartOffset()))
 			}
+		})
+	}
+}
+
+// releader gives t's open partitions their leader epochs from the image
+// (fencing moved leadership away and back); where this node leads, the
+// log records the new epoch's start offset, as opening does.
+func (lm *logManager) releader(t *TopicImage) {
+	b := lm.b
+	for _, pi := range t.Partitions {
+		b.withPartition(t, pi.Partition, func(part *partition) {
+			if part == nil || part.epoch == pi.LeaderEpoch {
+				return
+			}
+			part.epoch = pi.LeaderEpoch
+			if pi.Leader == b.cfg.NodeID && part.log != nil && part.offline == nil {
+				if err := part.log.AssignEpoch(pi.LeaderEpoch, part.log.LogEndOffset()); err != nil {
+					b.log.Warn("cannot record a partition's new leader epoch", "topic", t.Name, "partition", pi.Partition, "err", err)
+				}
+			}
+			part.publishView()
 		})
 	}
 }

@@ -2,9 +2,10 @@ package appliance
 
 // Metadata (key 3), v0-v12.
 //
-// One broker (ourselves, as advertised on the listener the request came in
-// on, Kafka's per-listener-name answer), the cluster id (v2+), the
-// controller (v1+, ourselves), and the requested topics: null means all
+// The brokers and controller id (v1+) of metadata.ClientBrokers (a single
+// node: ourselves, as advertised on the listener the request came in on,
+// Kafka's per-listener-name answer, our own controller), the cluster id
+// (v2+), and the requested topics: null means all
 // (v1+; in v0 an empty list means all). Unknown topics are created when
 // auto.create.topics.enable is on and the request allows it (v4+ flag;
 // always in v0-v3). Creation is synchronous, but, as in Kafka, the answer
@@ -16,6 +17,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/ringbroker/ringbroker/appliance/metadata"
 	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -64,13 +66,9 @@ func handleMetadata(b *Broker, r *wire.Request) any {
 func buildMetadata(b *Broker, r *wire.Request, req *kmsg.MetadataRequest, createErrs map[string]error) kmsg.Response {
 	im := b.currentImage()
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	br := kmsg.NewMetadataResponseBroker()
-	br.NodeID = b.cfg.NodeID
-	br.Host, br.Port = b.advertisedFor(r)
-	resp.Brokers = []kmsg.MetadataResponseBroker{br}
+	resp.Brokers, resp.ControllerID = metadata.MetadataBrokers(im, r, b.cfg.NodeID, b.advertisedFor)
 	cid := b.cfg.ClusterID
 	resp.ClusterID = &cid
-	resp.ControllerID = b.cfg.NodeID
 
 	all := req.Topics == nil || (r.Version == 0 && len(req.Topics) == 0)
 	if all {
@@ -78,7 +76,7 @@ func buildMetadata(b *Broker, r *wire.Request, req *kmsg.MetadataRequest, create
 			if name == metadataTopic || b.topicDenied(r, kmsg.ACLOperationDescribe, name) {
 				continue
 			}
-			resp.Topics = append(resp.Topics, metadataTopicResp(b, r.Version, im.Topics[name]))
+			resp.Topics = append(resp.Topics, metadataTopicResp(b, im, im.Topics[name]))
 		}
 		return resp
 	}
@@ -128,12 +126,12 @@ func buildMetadata(b *Broker, r *wire.Request, req *kmsg.MetadataRequest, create
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
-		resp.Topics = append(resp.Topics, metadataTopicResp(b, r.Version, t))
+		resp.Topics = append(resp.Topics, metadataTopicResp(b, im, t))
 	}
 	return resp
 }
 
-func metadataTopicResp(b *Broker, version int16, t *TopicImage) kmsg.MetadataResponseTopic {
+func metadataTopicResp(b *Broker, im *Image, t *TopicImage) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic = &name
@@ -143,7 +141,7 @@ func metadataTopicResp(b *Broker, version int16, t *TopicImage) kmsg.MetadataRes
 	for _, p := range t.Partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p.Partition
-		mp.Leader = p.Leader
+		mp.Leader, mp.ErrorCode = im.ClientLeader(&p) // -1 and LEADER_NOT_AVAILABLE when its leader is fenced
 		mp.LeaderEpoch = p.LeaderEpoch
 		mp.Replicas = append([]int32(nil), p.Replicas...)
 		mp.ISR = append([]int32(nil), p.ISR...)

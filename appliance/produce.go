@@ -18,10 +18,10 @@ package appliance
 // A zstd batch below v7 answers UNSUPPORTED_COMPRESSION_TYPE (KIP-110).
 
 import (
-	"encoding/binary"
 	"strconv"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/metadata"
 	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/ringbroker/ringbroker/nvme"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -75,6 +75,8 @@ func handleProduce(b *Broker, r *wire.Request) any {
 				rp.ErrorCode = kerr.InvalidRequiredAcks.Code
 			case topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions):
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case im.NotLeader(topic, p.Partition, b.cfg.NodeID): // another broker leads it (KIP-951 hints)
+				metadata.ProduceNotLeader(&ps.resp, rp, im, r, topic, p.Partition)
 			case isInternalTopic(t.Topic):
 				rp.ErrorCode = kerr.InvalidTopicException.Code
 			case len(p.Records) == 0:
@@ -88,10 +90,10 @@ func handleProduce(b *Broker, r *wire.Request) any {
 				// KIP-110: zstd batches need Produce v7+ (Kafka's
 				// ProduceRequest.validateRecords).
 				rp.ErrorCode = kerr.UnsupportedCompressionType.Code
-			case clientBatchViolation(p.Records, txn) != "":
+			case wire.ClientBatchViolation(p.Records, txn) != "":
 				rp.ErrorCode = kerr.InvalidRecord.Code
 				if r.Version >= 8 {
-					msg := clientBatchViolation(p.Records, txn)
+					msg := wire.ClientBatchViolation(p.Records, txn)
 					rp.ErrorMessage = &msg
 				}
 			default:
@@ -156,35 +158,4 @@ func acks0Failure(resp *kmsg.ProduceResponse) string {
 // isInternalTopic reports the topics clients may not produce to directly.
 func isInternalTopic(name string) bool {
 	return name == metadataTopic || name == offsetsTopic || name == txnTopic
-}
-
-// clientBatchViolation reports why a client's records may not be appended,
-// or "": a partition's records are exactly one record batch (Kafka's
-// ProduceRequest.validateRecords for produce v3+, the versions served
-// here: a second whole batch is refused, whatever the producer), clients
-// may not write control batches (transaction markers are the
-// coordinator's), and transactional batches need a transactional id in the
-// request. Malformed framing, trailing bytes short of a second batch
-// included, is left to the log's validation.
-func clientBatchViolation(records []byte, txn bool) string {
-	if len(records) < 23 {
-		return ""
-	}
-	attrs := binary.BigEndian.Uint16(records[21:])
-	if attrs&0x20 != 0 {
-		return "clients may not write control batches"
-	}
-	if attrs&0x10 != 0 && !txn {
-		return "transactional batches need a transactional id in the produce request"
-	}
-	n := int64(int32(binary.BigEndian.Uint32(records[8:]))) + 12
-	if n < 23 || n > int64(len(records)) {
-		return ""
-	}
-	if rest := records[n:]; len(rest) >= 12 {
-		if m := int64(int32(binary.BigEndian.Uint32(rest[8:]))) + 12; m >= 61 && m <= int64(len(rest)) {
-			return "produce requests of version 3 and above carry exactly one record batch per partition"
-		}
-	}
-	return ""
 }

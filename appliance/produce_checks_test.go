@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ringbroker/ringbroker/appliance/wire"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -38,7 +39,7 @@ func TestClientBatchViolation(t *testing.T) {
 		{"second batch length past the bytes", two(plain, plain[:len(plain)-1]), false, ok}, // likewise
 		{"truncated header", plain[:10], false, ok},
 	} {
-		got := clientBatchViolation(c.records, c.txn)
+		got := wire.ClientBatchViolation(c.records, c.txn)
 		if (got == "") != (c.want == "") || !strings.Contains(got, c.want) {
 			t.Errorf("%s: violation %q, want one naming %q", c.name, got, c.want)
 		}
@@ -47,6 +48,6 @@ func TestClientBatchViolation(t *testing.T) {
 	for _, at := range []int{8, len(plain) + 8} {
 		lying := two(plain, plain)
 		binary.BigEndian.PutUint32(lying[at:], 1<<30)
-		_ = clientBatchViolation(lying, false)
+		_ = wire.ClientBatchViolation(lying, false)
 	}
 }

@@ -90,7 +90,7 @@ func TestFsyncErrorNeverAcknowledges(t *testing.T) {
 			}
 			// Metadata shows the replica offline, the partition leaderless
 			// (as Kafka after a log directory failure); the other is fine.
-			mt := metadataTopicResp(b, 12, b.currentImage().Topics["fsync"])
+			mt := metadataTopicResp(b, b.currentImage(), b.currentImage().Topics["fsync"])
 			p0, p1 := mt.Partitions[0], mt.Partitions[1]
 			if p0.ErrorCode != kerr.LeaderNotAvailable.Code || p0.Leader != -1 || len(p0.OfflineReplicas) != 1 || p0.OfflineReplicas[0] != 1 || len(p0.ISR) != 0 {
 				t.Fatalf("metadata of the offline partition: %+v", p0)

@@ -6,4 +6,7 @@
 // satisfies them. Today a node is a one-voter quorum whose metadata log is
 // appended locally by appliance; the quorum itself (a Raft driver, its
 // disk storage and its transports) is in cluster/quorum, not yet wired.
+// cluster/membership is the active controller's broker membership and
+// placement; cluster/brokerlife is a broker's side of it (registration,
+// heartbeats, controlled shutdown) over a Channel to the controller.
 package cluster

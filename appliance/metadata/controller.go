@@ -161,6 +161,8 @@ func (c Controller) CreateTopic(spec TopicSpec, validateOnly bool) (*TopicImage,
 		return nil, fmt.Errorf("%w: replication factor must be larger than 0", kerr.InvalidReplicationFactor)
 	}
 	if spec.ReplicationFactor > 1 {
+		// Until replication exists, every partition has one replica; with
+		// registered brokers it is placed on one of them (PlacePartitions).
 		return nil, fmt.Errorf("%w: replication factor %d is larger than the 1 available broker", kerr.InvalidReplicationFactor, spec.ReplicationFactor)
 	}
 	for k, v := range spec.Configs {
@@ -181,7 +183,15 @@ func (c Controller) CreateTopic(spec TopicSpec, validateOnly bool) (*TopicImage,
 		return nil, fmt.Errorf("%w: topic %q collides with existing topic %q ('.' and '_' collide in metric names)", kerr.InvalidTopicException, spec.Name, colliding)
 	}
 	id := NewTopicID()
-	recs := CreateTopicRecords(spec.Name, id, spec.Partitions, set.NodeID, spec.Configs)
+	parts, err := PlacePartitions(im, id, 0, spec.Partitions, int32(spec.ReplicationFactor), set.NodeID)
+	if err != nil {
+		return nil, err
+	}
+	recs := append([]Record{{Topic: &TopicRecord{Name: spec.Name, ID: id}}}, parts...)
+	for k, v := range spec.Configs {
+		recs = append(recs, Record{Config: &ConfigRecord{ResourceType: 2, Name: spec.Name, Key: k, Value: &v}})
+	}
+	local := localPartitions(parts, set.NodeID)
 	if validateOnly {
 		next, err := im.Apply(im.Offset+1, recs)
 		if err != nil {
@@ -191,12 +201,12 @@ func (c Controller) CreateTopic(spec TopicSpec, validateOnly bool) (*TopicImage,
 	}
 	// The partition directories first: on a full disk the create fails
 	// here, before the metadata names the topic.
-	if err := c.makePartitionDirs(spec.Name, 0, spec.Partitions); err != nil {
+	if err := c.makePartitionDirs(spec.Name, local); err != nil {
 		return nil, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
 	}
 	next, err := c.h.Commit(im, recs)
 	if err != nil {
-		c.removePartitionDirs(spec.Name, 0, spec.Partitions)
+		c.removePartitionDirs(spec.Name, local)
 		return nil, CommitError(err)
 	}
 	t := next.Topics[spec.Name]
@@ -224,22 +234,23 @@ func (c Controller) CreateTopic(spec TopicSpec, validateOnly bool) (*TopicImage,
 	return t, nil
 }
 
-// makePartitionDirs creates the directories of new partitions [from, to)
-// of topic; on an error it removes those it created.
-func (c Controller) makePartitionDirs(topic string, from, to int32) error {
-	for p := from; p < to; p++ {
+// makePartitionDirs creates the directories of new partitions parts of
+// topic (those placed on this node); on an error it removes those it
+// created.
+func (c Controller) makePartitionDirs(topic string, parts []int32) error {
+	for i, p := range parts {
 		if err := os.Mkdir(c.h.PartitionDir(topic, p), 0o755); err != nil && !os.IsExist(err) {
-			c.removePartitionDirs(topic, from, p)
+			c.removePartitionDirs(topic, parts[:i])
 			return fmt.Errorf("cannot create partition directory: %w", err)
 		}
 	}
 	return nil
 }
 
-// removePartitionDirs removes the empty directories of partitions
-// [from, to) of topic (a directory that holds files is left alone).
-func (c Controller) removePartitionDirs(topic string, from, to int32) {
-	for p := from; p < to; p++ {
+// removePartitionDirs removes the empty directories of partitions parts
+// of topic (a directory that holds files is left alone).
+func (c Controller) removePartitionDirs(topic string, parts []int32) {
+	for _, p := range parts {
 		_ = os.Remove(c.h.PartitionDir(topic, p))
 	}
 }
@@ -304,15 +315,24 @@ func (c Controller) CreatePartitions(name string, count int32, validateOnly bool
 	if validateOnly {
 		return nil
 	}
-	recs := AddPartitionRecords(t.ID, have, count, c.h.Settings().NodeID)
+	node := c.h.Settings().NodeID
+	rf := int32(1) // the topic's replication factor
+	if have > 0 {
+		rf = int32(max(1, len(t.Partitions[0].Replicas)))
+	}
+	recs, err := PlacePartitions(im, t.ID, have, count, rf, node)
+	if err != nil {
+		return err
+	}
+	local := localPartitions(recs, node)
 	// The directories first, as CreateTopic does: on a full disk the
 	// change fails here, before the metadata names the partitions.
-	if err := c.makePartitionDirs(name, have, count); err != nil {
+	if err := c.makePartitionDirs(name, local); err != nil {
 		return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
 	}
 	next, err := c.h.Commit(im, recs)
 	if err != nil {
-		c.removePartitionDirs(name, have, count)
+		c.removePartitionDirs(name, local)
 		return CommitError(err)
 	}
 	if err := c.h.Publish(im, next); err != nil {

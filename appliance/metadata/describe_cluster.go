@@ -2,10 +2,12 @@ package metadata
 
 // DescribeCluster (key 60), v0-v1 (KIP-700, KIP-919).
 //
-// Answers the cluster id and this broker as the only broker, with its
-// advertised host and port on the listener the request came in on, and no
-// rack. The controller id is this broker's
-// node id: it is its own controller. v1 carries an endpoint type; this
+// Answers the cluster id and the brokers as ClientBrokers lists them: on a
+// single node, this broker as the only one, with its advertised host and
+// port on the listener the request came in on, no rack, and its own node
+// id as controller id; with registered brokers, every unfenced one with
+// its rack and its endpoint on the request's listener name, and a live
+// broker's id as controller id (routing.go). v1 carries an endpoint type; this
 // broker serves the brokers endpoint (1) only. As in Kafka's
 // computeDescribeClusterResponse, the controllers type (2) answers
 // MISMATCHED_ENDPOINT_TYPE (114) and any other type
@@ -50,14 +52,16 @@ func (h *handlers) handleDescribeCluster(r *wire.Request) any {
 	set := h.h.Settings()
 	resp.EndpointType = 1
 	resp.ClusterID = set.ClusterID
-	resp.ControllerID = set.NodeID
 	if req.IncludeClusterAuthorizedOperations {
 		resp.ClusterAuthorizedOperations = clusterAuthorizedOpsOf(r)
 	}
-	br := kmsg.NewDescribeClusterResponseBroker()
-	br.NodeID = set.NodeID
-	br.Host, br.Port = h.h.Advertised(r)
-	resp.Brokers = append(resp.Brokers, br)
+	var brokers []ClientBroker
+	brokers, resp.ControllerID = ClientBrokers(h.h.Image(), r, set.NodeID, h.h.Advertised)
+	for _, b := range brokers {
+		br := kmsg.NewDescribeClusterResponseBroker()
+		br.NodeID, br.Host, br.Port, br.Rack = b.ID, b.Host, b.Port, b.Rack
+		resp.Brokers = append(resp.Brokers, br)
+	}
 	return resp
 }
 

@@ -1,8 +1,10 @@
 // Package metadata owns the cluster metadata as a node holds it
 // (DESIGN.md "Metadata"):
 //
-//   - the Image (values only: topics, partitions, configs, the producer id
-//     block, and other concepts' values as plain data: ACL bindings by id,
+//   - the Image (values only: topics, partitions with their leader and
+//     partition epochs, configs, the producer id block, the registered
+//     brokers with their epochs, endpoints, racks and fencing (brokers.go;
+//     none on a single node, which is its own one broker), and other concepts' values as plain data: ACL bindings by id,
 //     client quota values by entity, SCRAM credentials by user and
 //     mechanism) and Image.Apply, which turns committed Records into the
 //     next image;
@@ -22,9 +24,15 @@
 //     over it that Register adds to a wire.Table: CreateTopics,
 //     DeleteTopics, CreatePartitions, DescribeConfigs, AlterConfigs,
 //     IncrementalAlterConfigs, ElectLeaders, AlterPartitionReassignments,
-//     ListPartitionReassignments, DescribeCluster.
+//     ListPartitionReassignments, DescribeCluster;
+//   - placement of new partitions (PlacePartitions: on the node itself
+//     without registered brokers, else cluster/membership's placer over
+//     the unfenced ones) and Membership, the active controller's
+//     BrokerRegistration, BrokerHeartbeat and UnregisterBroker handlers
+//     and session fencing over a membership.Registry (membership.go),
+//     which a quorum node registers on its wire.Table.
 //
-// It imports cluster/records, appliance/wire, nvme, ioring and numa only,
+// It imports cluster/records, cluster/membership, appliance/wire, nvme, ioring and numa only,
 // never appliance nor another concept package (docs/architecture.md, held
 // by tests/arch). What it needs of the other concepts it declares: Checks
 // (whether an ACL binding, a quota entity or a SCRAM mechanism is valid)

@@ -2,7 +2,10 @@ package metadata
 
 import (
 	"fmt"
+	"maps"
 	"sort"
+
+	"github.com/ringbroker/ringbroker/cluster/records"
 )
 
 // Record is one entry of the __cluster_metadata log. Exactly one of
@@ -26,6 +29,12 @@ type Record struct {
 	// SCRAM credentials (UserScramCredentialRecord, ScramCredentials).
 	UserScramCredential       *UserScramCredentialRecord       `json:"userScramCredential,omitempty"`
 	RemoveUserScramCredential *RemoveUserScramCredentialRecord `json:"removeUserScramCredential,omitempty"`
+	// RegisterBroker, UnregisterBroker and BrokerChange register, remove
+	// and change a broker of the cluster (Registered). Logs of JSON
+	// records never hold them.
+	RegisterBroker   *records.RegisterBrokerRecord           `json:"-"`
+	UnregisterBroker *records.UnregisterBrokerRecord         `json:"-"`
+	BrokerChange     *records.BrokerRegistrationChangeRecord `json:"-"`
 }
 
 // ProducerIDsRecord hands a block of producer ids to a broker (KRaft's
@@ -49,6 +58,9 @@ type PartitionRecord struct {
 	ISR         []int32 `json:"isr"`
 	Leader      int32   `json:"leader"`
 	LeaderEpoch int32   `json:"leaderEpoch"`
+	// PartitionEpoch counts the partition's changes (Kafka's partition
+	// epoch): every PartitionChangeRecord bumps it.
+	PartitionEpoch int32 `json:"partitionEpoch,omitempty"`
 	// Logs written before the publisher also hold "shard", the owner shard
 	// the proposing node chose. It is ignored: placement is each node's own
 	// choice when it opens the partition (appliance's logManager.open), not metadata.
@@ -88,6 +100,10 @@ type Image struct {
 	ClientQuotas *ClientQuotas
 	// Scram are the SCRAM credentials by user and mechanism.
 	Scram ScramCredentials
+	// Registered are the brokers registered with the controller quorum
+	// (BrokerRegistration), by node id; nil when none is, as on a single
+	// node, where the node itself is the one broker.
+	Registered map[int32]*BrokerImage
 
 	checks Checks // the concepts' validation of their records; nil: none
 }
@@ -126,8 +142,10 @@ func (im *Image) Apply(offset int64, recs []Record) (*Image, error) {
 
 		ClientQuotas: im.ClientQuotas,
 		Scram:        im.Scram,
+		Registered:   im.Registered,
 		checks:       im.checks,
 	}
+	regCopied := false   // next.Registered is a copy of im's, changed freely
 	var acls *aclApplier // copied from im.ACLs on the first ACL record
 	for k, v := range im.Topics {
 		next.Topics[k] = v
@@ -168,7 +186,7 @@ func (im *Image) Apply(offset int64, recs []Record) (*Image, error) {
 				return nil, err
 			}
 			p := PartitionImage{Partition: r.Partition.Partition, Replicas: r.Partition.Replicas, ISR: r.Partition.ISR,
-				Leader: r.Partition.Leader, LeaderEpoch: r.Partition.LeaderEpoch}
+				Leader: r.Partition.Leader, LeaderEpoch: r.Partition.LeaderEpoch, PartitionEpoch: r.Partition.PartitionEpoch}
 			switch idx := int(p.Partition); {
 			case idx < len(t.Partitions):
 				t.Partitions[idx] = p
@@ -241,6 +259,17 @@ func (im *Image) Apply(offset int64, recs []Record) (*Image, error) {
 				return nil, err
 			}
 			next.Scram = c
+		case r.RegisterBroker != nil || r.UnregisterBroker != nil || r.BrokerChange != nil:
+			if !regCopied {
+				next.Registered = maps.Clone(next.Registered)
+				if next.Registered == nil {
+					next.Registered = map[int32]*BrokerImage{}
+				}
+				regCopied = true
+			}
+			if err := applyBroker(next.Registered, r); err != nil {
+				return nil, err
+			}
 		case r.RemoveTopic != nil:
 			t, ok := next.TopicsByID[r.RemoveTopic.ID]
 			if !ok {
@@ -254,6 +283,9 @@ func (im *Image) Apply(offset int64, recs []Record) (*Image, error) {
 	}
 	if acls != nil {
 		next.ACLs = acls.build()
+	}
+	if regCopied && len(next.Registered) == 0 {
+		next.Registered = nil
 	}
 	return next, nil
 }

@@ -11,6 +11,7 @@ package metadata
 import (
 	"maps"
 	"reflect"
+	"slices"
 	"sort"
 )
 
@@ -29,6 +30,10 @@ type Delta struct {
 	Removed []*TopicImage
 	// Reconfigured are topics of both images whose config overrides differ.
 	Reconfigured []*TopicImage
+	// Releadered are topics of both images where a partition both hold
+	// changed leader, leader epoch, replicas or ISR (PartitionChangeRecord:
+	// fencing moves leadership), with the next image's partitions.
+	Releadered []*TopicImage
 
 	// ACLs: the ACL bindings differ (the authorizer's ACL set is rebuilt).
 	ACLs bool
@@ -53,7 +58,7 @@ type AddedPartitions struct {
 
 // Empty reports whether d changes nothing the listeners act on.
 func (d *Delta) Empty() bool {
-	return len(d.Added) == 0 && len(d.Removed) == 0 && len(d.Reconfigured) == 0 &&
+	return len(d.Added) == 0 && len(d.Removed) == 0 && len(d.Reconfigured) == 0 && len(d.Releadered) == 0 &&
 		!d.ACLs && !d.Scram && !d.ClientQuotas && !d.ProducerIDs && !d.BrokerConfigs
 }
 
@@ -114,6 +119,9 @@ func Diff(prev, next map[TopicID]*TopicImage) *Delta {
 			if !maps.Equal(old.Configs, t.Configs) {
 				d.Reconfigured = append(d.Reconfigured, t)
 			}
+			if partitionsChanged(old.Partitions, t.Partitions) {
+				d.Releadered = append(d.Releadered, t)
+			}
 		}
 	}
 	for id, t := range prev {
@@ -124,7 +132,21 @@ func Diff(prev, next map[TopicID]*TopicImage) *Delta {
 	sort.Slice(d.Added, func(i, j int) bool { return d.Added[i].Topic.Name < d.Added[j].Topic.Name })
 	sort.Slice(d.Removed, func(i, j int) bool { return d.Removed[i].Name < d.Removed[j].Name })
 	sort.Slice(d.Reconfigured, func(i, j int) bool { return d.Reconfigured[i].Name < d.Reconfigured[j].Name })
+	sort.Slice(d.Releadered, func(i, j int) bool { return d.Releadered[i].Name < d.Releadered[j].Name })
 	return d
+}
+
+// partitionsChanged reports whether a partition both lists hold differs
+// in leader, leader epoch, partition epoch, replicas or ISR.
+func partitionsChanged(old, next []PartitionImage) bool {
+	for i := range min(len(old), len(next)) {
+		o, n := &old[i], &next[i]
+		if o.Leader != n.Leader || o.LeaderEpoch != n.LeaderEpoch || o.PartitionEpoch != n.PartitionEpoch ||
+			!slices.Equal(o.Replicas, n.Replicas) || !slices.Equal(o.ISR, n.ISR) {
+			return true
+		}
+	}
+	return false
 }
 
 // Listener acts on published deltas: the log manager opens and drops

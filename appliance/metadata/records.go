@@ -22,7 +22,8 @@ func ToBinary(r Record) (records.Record, error) {
 	case r.Partition != nil:
 		p := r.Partition
 		return &records.PartitionRecord{PartitionID: p.Partition, TopicID: records.UUID(p.TopicID),
-			Replicas: nonNil(p.Replicas), ISR: nonNil(p.ISR), Leader: p.Leader, LeaderEpoch: p.LeaderEpoch}, nil
+			Replicas: nonNil(p.Replicas), ISR: nonNil(p.ISR), Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+			PartitionEpoch: p.PartitionEpoch}, nil
 	case r.Config != nil:
 		c := r.Config
 		return &records.ConfigRecord{ResourceType: c.ResourceType, ResourceName: c.Name, Name: c.Key, Value: c.Value}, nil
@@ -49,6 +50,12 @@ func ToBinary(r Record) (records.Record, error) {
 			StoredKey: nonNilBytes(s.StoredKey), ServerKey: nonNilBytes(s.ServerKey), Iterations: s.Iterations}, nil
 	case r.RemoveUserScramCredential != nil:
 		return &records.RemoveUserScramCredentialRecord{Name: r.RemoveUserScramCredential.Name, Mechanism: r.RemoveUserScramCredential.Mechanism}, nil
+	case r.RegisterBroker != nil:
+		return r.RegisterBroker, nil
+	case r.UnregisterBroker != nil:
+		return r.UnregisterBroker, nil
+	case r.BrokerChange != nil:
+		return r.BrokerChange, nil
 	}
 	return nil, fmt.Errorf("cannot encode an empty metadata record")
 }
@@ -70,9 +77,10 @@ func nonNilBytes(v []byte) []byte {
 // Converter turns the binary records of one batch into
 // Records for Image.Apply. A PartitionChangeRecord carries only
 // what changed, so the converter tracks each partition's state before it:
-// from earlier records of the batch, else from the image. Records the
-// image does not model (broker registration, fencing, feature levels,
-// no-ops) are dropped. Where a partition lives on this node is not
+// from earlier records of the batch, else from the image, and the
+// Record it yields is the whole partition after the change (its partition
+// epoch bumped). Fence and Unfence records become BrokerChange records.
+// Records the image does not model (feature levels, no-ops) are dropped. Where a partition lives on this node is not
 // metadata: the log manager places it (appliance's log manager).
 type Converter struct {
 	im *Image // the image the batch applies to
@@ -98,7 +106,8 @@ func (pl *Converter) current(topic TopicID, p int32) (PartitionRecord, bool) {
 	}
 	if t, ok := pl.im.TopicsByID[topic]; ok && int(p) < len(t.Partitions) && p >= 0 {
 		pi := t.Partitions[p]
-		return PartitionRecord{TopicID: topic, Partition: p, Replicas: pi.Replicas, ISR: pi.ISR, Leader: pi.Leader, LeaderEpoch: pi.LeaderEpoch}, true
+		return PartitionRecord{TopicID: topic, Partition: p, Replicas: pi.Replicas, ISR: pi.ISR, Leader: pi.Leader,
+			LeaderEpoch: pi.LeaderEpoch, PartitionEpoch: pi.PartitionEpoch}, true
 	}
 	return PartitionRecord{}, false
 }
@@ -124,7 +133,7 @@ func (pl *Converter) Convert(dst []Record, rec records.Record) ([]Record, error)
 		return append(dst, Record{Topic: &TopicRecord{Name: r.Name, ID: TopicID(r.TopicID)}}), nil
 	case *records.PartitionRecord:
 		pr := PartitionRecord{TopicID: TopicID(r.TopicID), Partition: r.PartitionID, Replicas: r.Replicas, ISR: r.ISR,
-			Leader: r.Leader, LeaderEpoch: r.LeaderEpoch}
+			Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, PartitionEpoch: r.PartitionEpoch}
 		pl.setPartition(pr)
 		return append(dst, Record{Partition: &pr}), nil
 	case *records.PartitionChangeRecord:
@@ -142,6 +151,7 @@ func (pl *Converter) Convert(dst []Record, rec records.Record) ([]Record, error)
 			cur.Leader = r.Leader
 			cur.LeaderEpoch++
 		}
+		cur.PartitionEpoch++ // every change, as Kafka's PartitionRegistration.merge
 		pl.setPartition(cur)
 		return append(dst, Record{Partition: &cur}), nil
 	case *records.ConfigRecord:
@@ -167,25 +177,34 @@ func (pl *Converter) Convert(dst []Record, rec records.Record) ([]Record, error)
 			Salt: r.Salt, StoredKey: r.StoredKey, ServerKey: r.ServerKey, Iterations: r.Iterations}}), nil
 	case *records.RemoveUserScramCredentialRecord:
 		return append(dst, Record{RemoveUserScramCredential: &RemoveUserScramCredentialRecord{Name: r.Name, Mechanism: r.Mechanism}}), nil
-	case *records.NoOpRecord, *records.FeatureLevelRecord, *records.RegisterBrokerRecord, *records.UnregisterBrokerRecord,
-		*records.FenceBrokerRecord, *records.UnfenceBrokerRecord, *records.BrokerRegistrationChangeRecord:
+	case *records.RegisterBrokerRecord:
+		return append(dst, Record{RegisterBroker: r}), nil
+	case *records.UnregisterBrokerRecord:
+		return append(dst, Record{UnregisterBroker: r}), nil
+	case *records.BrokerRegistrationChangeRecord:
+		return append(dst, Record{BrokerChange: r}), nil
+	case *records.FenceBrokerRecord: // the older form of a fencing change
+		return append(dst, Record{BrokerChange: &records.BrokerRegistrationChangeRecord{BrokerID: r.ID, BrokerEpoch: r.Epoch, Fenced: 1}}), nil
+	case *records.UnfenceBrokerRecord:
+		return append(dst, Record{BrokerChange: &records.BrokerRegistrationChangeRecord{BrokerID: r.ID, BrokerEpoch: r.Epoch, Fenced: -1}}), nil
+	case *records.NoOpRecord, *records.FeatureLevelRecord:
 		return dst, nil
 	}
 	return nil, fmt.Errorf("cannot apply metadata record %s: not handled", rec.APIKey())
 }
 
 // ImageRecords returns the records that rebuild im from an empty image,
-// in a stable order: topics by name (each with its partitions and
+// in a stable order: registered brokers by id, topics by name (each with its partitions and
 // configs), broker and group configs, the producer id block, ACLs, client
 // quotas and SCRAM credentials. Shards are not in them.
 func ImageRecords(im *Image) []Record {
-	var out []Record
+	out := brokerRecords(nil, im)
 	for _, name := range im.SortedTopicNames() {
 		t := im.Topics[name]
 		out = append(out, Record{Topic: &TopicRecord{Name: t.Name, ID: t.ID}})
 		for _, p := range t.Partitions {
 			out = append(out, Record{Partition: &PartitionRecord{TopicID: t.ID, Partition: p.Partition, Replicas: p.Replicas,
-				ISR: p.ISR, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch}})
+				ISR: p.ISR, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch}})
 		}
 		out = appendConfigRecords(out, 2, t.Name, t.Configs)
 	}

@@ -34,6 +34,9 @@ type PartitionImage struct {
 	ISR         []int32
 	Leader      int32
 	LeaderEpoch int32
+	// PartitionEpoch is bumped by every change of the partition
+	// (PartitionChangeRecord), 0 when created.
+	PartitionEpoch int32
 }
 
 // TopicImage is one topic in the metadata image. It is immutable.

@@ -3,7 +3,10 @@
 // handlers, the Request a handler receives, the results a handler may
 // return, the mapping of errors to Kafka error codes (ErrCode), the
 // authorization hook (Authorizer) through which handlers ask whether a
-// request may perform an operation, and Ask, the one typed way to run a
+// request may perform an operation, the tagged-field encoders of the
+// hand-encoded Fetch response (AppendFetchPartitionTags,
+// AppendFetchResponseTags), Produce's check of a client's record batch
+// (ClientBatchViolation), and Ask, the one typed way to run a
 // closure on the shard that owns a coordinator's state and wait for its
 // reply.
 //

@@ -47,7 +47,8 @@ var importRules = []importRule{
 	concept("share"),
 	concept("security"),
 	concept("quota"),
-	concept("metadata"),
+	// metadata's controller decides membership with cluster/membership.
+	{from: "appliance/metadata/...", may: append(concept("metadata").may, "cluster/membership")},
 	concept("cleaner"),
 	concept("metrics"),
 	// Incremental fetch sessions (KIP-227): a leaf state machine.
