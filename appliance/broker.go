@@ -549,6 +549,7 @@ func (b *Broker) startHousekeeping(st *shardState) {
 
 // ServeConn implements ioring.ConnHandler; listener indexes cfg.Listeners.
 func (b *Broker) ServeConn(shard, listener int, c net.Conn) {
+	c = wrapTLS(&b.cfg.Listeners[listener], c)
 	cn := newConn(b, shard, &b.cfg.Listeners[listener], c)
 	b.front.mu.Lock()
 	select {

@@ -273,6 +273,11 @@ var errTruncatedFrame = errors.New("truncated request frame")
 
 // serve runs the reader; it returns when the connection is closed.
 func (c *conn) serve() {
+	if err := c.handshakeTLS(); err != nil {
+		c.b.warnConn("closing connection", "remote", c.remote, "shard", c.shard, "reason", err.Error())
+		c.close()
+		return
+	}
 	wdone := make(chan struct{})
 	go func() { defer close(wdone); c.writer() }()
 	err := c.reader()
