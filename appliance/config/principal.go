@@ -11,7 +11,8 @@ package config
 //     groups), lower- or upper-cased for L and U.
 //
 // A backslash escapes the next character inside pattern and replacement
-// (\/ is a slash that does not end the part). The first rule that applies
+// (\/ is a slash that does not end the part; \$ a literal dollar in
+// replacement, where '$' must name a group, as in Java). The first rule that applies
 // gives the name; when none does, the connection is refused
 // (ErrNoPrincipalRule). The default is DEFAULT. Patterns are Go regular
 // expressions (RE2), which cover what Kafka's Java patterns use for this.
@@ -68,7 +69,7 @@ func ParsePrincipalRules(s string) (PrincipalRules, error) {
 				return nil, fmt.Errorf("ssl.principal.mapping.rules: rule at offset %d: replacement not ended by '/'", i)
 			}
 			i += n
-			r := PrincipalRule{Replacement: repl}
+			r := PrincipalRule{}
 			if i < len(s) && (s[i] == 'L' || s[i] == 'U') {
 				r.Case = s[i]
 				i++
@@ -78,6 +79,9 @@ func ParsePrincipalRules(s string) (PrincipalRules, error) {
 				return nil, fmt.Errorf("ssl.principal.mapping.rules: cannot compile pattern %q: %w", pat, err)
 			}
 			r.find = regexp.MustCompile(pat) // compiles: the anchored form did
+			if r.Replacement, err = javaReplacement(repl, r.find.NumSubexp()); err != nil {
+				return nil, fmt.Errorf("ssl.principal.mapping.rules: %w", err)
+			}
 			out = append(out, r)
 		default:
 			return nil, fmt.Errorf("ssl.principal.mapping.rules: expected DEFAULT or RULE: at offset %d, got %q", i, truncate(rest, 20))
@@ -96,10 +100,10 @@ func truncate(s string, n int) string {
 	return s
 }
 
-// principalRulePart reads a pattern (regex true: escapes are kept for the
-// regular expression) or a replacement (escapes resolved, Java's $n
-// turned into ${n}, other '$' literal) up to an unescaped '/'. n counts
-// the bytes read including the slash.
+// principalRulePart reads a pattern or a replacement up to an unescaped
+// '/'; n counts the bytes read including the slash. A pattern's "\/"
+// becomes "/" (other escapes stay for the regular expression); a
+// replacement is returned as written (javaReplacement resolves it).
 func principalRulePart(s string, regex bool) (part string, n int, ok bool) {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
@@ -107,35 +111,57 @@ func principalRulePart(s string, regex bool) (part string, n int, ok bool) {
 		switch {
 		case c == '\\' && i+1 < len(s):
 			i++
-			switch {
-			case regex && s[i] == '/':
+			if regex && s[i] == '/' {
 				b.WriteByte('/')
-			case regex:
+			} else {
 				b.WriteByte('\\')
-				b.WriteByte(s[i])
-			case s[i] == '$':
-				b.WriteString("$$")
-			default:
 				b.WriteByte(s[i])
 			}
 		case c == '/':
 			return b.String(), i + 1, true
-		case !regex && c == '$':
-			j := i + 1
-			for j < len(s) && s[j] >= '0' && s[j] <= '9' {
-				j++
-			}
-			if j == i+1 {
-				b.WriteString("$$")
-				continue
-			}
-			b.WriteString("${" + s[i+1:j] + "}")
-			i = j - 1
 		default:
 			b.WriteByte(c)
 		}
 	}
 	return "", 0, false
+}
+
+// javaReplacement turns a Java replacement string into Go's Expand syntax:
+// a backslash takes the next character literally; $ and digits name a
+// group, the digits taken while the number stays a group of the pattern
+// (groups of them), as Java's Matcher does; any other '$' is literal.
+func javaReplacement(s string, groups int) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\' && i+1 < len(s):
+			i++
+			if s[i] == '$' {
+				b.WriteString("$$")
+			} else {
+				b.WriteByte(s[i])
+			}
+		case c == '$':
+			if i+1 >= len(s) || s[i+1] < '0' || s[i+1] > '9' {
+				return "", fmt.Errorf("replacement %q: '$' at offset %d is not followed by a group number (escape it as \\$)", s, i)
+			}
+			g := int(s[i+1] - '0')
+			j := i + 2
+			for j < len(s) && s[j] >= '0' && s[j] <= '9' && g*10+int(s[j]-'0') <= groups {
+				g = g*10 + int(s[j]-'0')
+				j++
+			}
+			if g > groups {
+				return "", fmt.Errorf("replacement %q: no group %d in the pattern", s, g)
+			}
+			fmt.Fprintf(&b, "${%d}", g)
+			i = j - 1
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), nil
 }
 
 // Map turns a distinguished name into a principal name with the first rule
