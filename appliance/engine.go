@@ -128,7 +128,7 @@ func (b *Broker) newShardLoop(i int, p enginePlan) (*ioring.Shard, error) {
 // is the index in cfg.Listeners).
 func (b *Broker) newEngine(p enginePlan) (ioring.Engine, error) {
 	addrs := make([]string, len(b.cfg.Listeners))
-	goroutines := make([]bool, len(b.cfg.Listeners)) // TLS: see conn_tls.go
+	goroutines := make([]bool, len(b.cfg.Listeners)) // TLS: see security/tls.go
 	for i, l := range b.cfg.Listeners {
 		addrs[i], goroutines[i] = l.Addr, l.TLS != nil
 	}
