@@ -34,11 +34,11 @@ import (
 )
 
 // testPKI is a throwaway CA with a server certificate for 127.0.0.1 and
-// localhost and a client certificate CN=client,OU=x.
+// localhost and client certificates CN=client,OU=x and CN=admin,OU=x.
 type testPKI struct {
 	caPEM                []byte
-	serverKey, serverCrt []byte // PEM
-	client               tls.Certificate
+	serverKey, serverCrt []byte          // PEM
+	client, admin        tls.Certificate // CN=client,OU=x; CN=admin,OU=x
 	pool                 *x509.CertPool
 }
 
@@ -88,6 +88,10 @@ func newTestPKI(t *testing.T) *testPKI {
 	p.serverKey, p.serverCrt = keyPEM(k), crt
 	crt, k = issue(3, pkix.Name{CommonName: "client", OrganizationalUnit: []string{"x"}}, x509.ExtKeyUsageClientAuth, false)
 	if p.client, err = tls.X509KeyPair(crt, keyPEM(k)); err != nil {
+		t.Fatal(err)
+	}
+	crt, k = issue(4, pkix.Name{CommonName: "admin", OrganizationalUnit: []string{"x"}}, x509.ExtKeyUsageClientAuth, false)
+	if p.admin, err = tls.X509KeyPair(crt, keyPEM(k)); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -151,6 +155,7 @@ func TestTLSListeners(t *testing.T) {
 				"listener.name.mtls.ssl.enabled.protocols":          "TLSv1.3",
 				"authorizer.class.name":                             "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
 				"allow.everyone.if.no.acl.found":                    "true",
+				"super.users":                                       "User:admin",
 			}
 			cfg, err := ConfigFromProperties(p)
 			if err != nil {
@@ -184,7 +189,7 @@ func TestTLSListeners(t *testing.T) {
 				return kgo.DialTLSConfig(&tls.Config{RootCAs: pki.pool, Certificates: certs, MinVersion: tls.VersionTLS12})
 			}
 			adm := kadm.NewClient(client(plainAddr))
-			for _, topic := range []string{"tls-t", "secured", "kcat-t"} {
+			for _, topic := range []string{"tls-t", "secured", "admin-only", "kcat-t"} {
 				if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
 					t.Fatal(err)
 				}
@@ -235,6 +240,20 @@ func TestTLSListeners(t *testing.T) {
 				})
 				if err := client(mtlsAddr, tlsOpt(pki.client)).ProduceSync(ctx, rec()).FirstErr(); err != nil {
 					t.Fatalf("User:client over mTLS, allowed by its ACL: %v", err)
+				}
+				// "admin-only" allows User:nobody only: User:client is
+				// denied, User:admin (super.users) is not.
+				rs, err = adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:nobody").Topics("admin-only").Operations(kadm.OpAll).ResourcePatternType(kadm.ACLPatternLiteral))
+				if err != nil || rs[0].Err != nil {
+					t.Fatalf("CreateACLs: %v %v", err, rs)
+				}
+				admRec := func() *kgo.Record { return &kgo.Record{Topic: "admin-only", Value: []byte("v")} }
+				waitFor(t, 10*time.Second, "the ACL to deny User:client", func() bool {
+					err := client(mtlsAddr, tlsOpt(pki.client), kgo.RequestRetries(0)).ProduceSync(ctx, admRec()).FirstErr()
+					return errors.Is(err, kerr.TopicAuthorizationFailed)
+				})
+				if err := client(mtlsAddr, tlsOpt(pki.admin)).ProduceSync(ctx, admRec()).FirstErr(); err != nil {
+					t.Fatalf("User:admin (super.users) over mTLS: %v", err)
 				}
 			})
 			t.Run("SASL_SSL", func(t *testing.T) {
