@@ -14,7 +14,9 @@ package config
 //     certificates) or ssl.truststore.certificates (inline); the CAs that
 //     client certificates are verified against. Without a trust store the
 //     system's roots are used.
-//   - ssl.client.auth=none (default), requested or required.
+//   - ssl.client.auth=none (default), requested or required; on a SASL_SSL
+//     listener only listener.name.<name>.ssl.client.auth counts, the
+//     broker-wide value does not (KIP-684, as Kafka).
 //   - ssl.enabled.protocols: TLSv1.2 and/or TLSv1.3 (default both); older
 //     versions are refused.
 //   - ssl.cipher.suites: Go's cipher suite names (IANA names, as Kafka
@@ -59,7 +61,7 @@ func (p tlsProps) value(key string) (string, string) {
 // parseTLS builds l.TLS from the properties.
 func (l *Listener) parseTLS(props map[string]string, get func(string) string) error {
 	p := tlsProps{props: props, get: get, prefix: "listener.name." + strings.ToLower(l.Name) + "."}
-	t, err := buildListenerTLS(p)
+	t, err := buildListenerTLS(p, l.Protocol == ProtoSaslSSL)
 	if err != nil {
 		return fmt.Errorf("listener %s (%s): %w", l.Name, l.Protocol, err)
 	}
@@ -67,7 +69,7 @@ func (l *Listener) parseTLS(props map[string]string, get func(string) string) er
 	return nil
 }
 
-func buildListenerTLS(p tlsProps) (*ListenerTLS, error) {
+func buildListenerTLS(p tlsProps, sasl bool) (*ListenerTLS, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS13}
 	if v, k := p.value("ssl.keystore.type"); v != "" && !strings.EqualFold(v, "PEM") {
 		return nil, fmt.Errorf("%s=%s: only PEM is supported", k, v)
@@ -85,7 +87,11 @@ func buildListenerTLS(p tlsProps) (*ListenerTLS, error) {
 	} else if pool != nil {
 		cfg.ClientCAs = pool
 	}
-	switch v, k := p.value("ssl.client.auth"); strings.ToLower(v) {
+	clientAuth, k := p.value("ssl.client.auth")
+	if sasl && k == "ssl.client.auth" {
+		clientAuth = "" // KIP-684: SASL_SSL takes only the listener's own setting
+	}
+	switch v := clientAuth; strings.ToLower(v) {
 	case "", "none":
 		cfg.ClientAuth = tls.NoClientCert
 	case "requested":

@@ -85,6 +85,12 @@ func TestListenerTLSSettings(t *testing.T) {
 		t.Fatalf("TLS on %v %v %v %v, SASL on SASL_SSL %v", ls[0].TLS, ls[1].TLS, ls[2].TLS, ls[3].TLS, ls[3].SASL())
 	}
 	ssl, mtls := ls[1].TLS.Config, ls[2].TLS.Config
+	if ca := ls[3].TLS.Config.ClientAuth; ca != tls.NoClientCert {
+		t.Errorf("SASL_SSL took the broker-wide ssl.client.auth (KIP-684: only its listener's own counts): %v", ca)
+	}
+	if ls2, err := parseTLSListeners(base("listener.name.sasl_ssl.ssl.client.auth", "required")); err != nil || ls2[3].TLS.Config.ClientAuth != tls.RequireAndVerifyClientCert {
+		t.Fatalf("listener.name.sasl_ssl.ssl.client.auth=required: %v", err)
+	}
 	if ssl.ClientAuth != tls.VerifyClientCertIfGiven || ssl.MinVersion != tls.VersionTLS12 || ssl.MaxVersion != tls.VersionTLS13 ||
 		len(ssl.CipherSuites) != 1 || ssl.ClientCAs != nil {
 		t.Errorf("SSL: client auth %v versions %x-%x suites %v CAs %v", ssl.ClientAuth, ssl.MinVersion, ssl.MaxVersion, ssl.CipherSuites, ssl.ClientCAs)
