@@ -572,6 +572,7 @@ func (b *Broker) startHousekeeping(st *shardState) {
 
 // ServeConn implements ioring.ConnHandler; listener indexes cfg.Listeners.
 func (b *Broker) ServeConn(shard, listener int, c net.Conn) {
+	c = security.ServerTLS(&b.cfg.Listeners[listener], c) // TLS listeners: security/tls.go
 	cn := newConn(b, shard, &b.cfg.Listeners[listener], c)
 	b.front.mu.Lock()
 	select {

@@ -53,7 +53,9 @@ func TestUnknownConfigKeys(t *testing.T) {
 		// Nothing close.
 		{key: "foo.bar"},
 		{key: "completely.unrelated.setting"},
-		{key: "ssl.keystore.location"},
+		{key: "ssl.keystore.location", known: true},
+		{key: "listener.name.mtls.ssl.client.auth", known: true},
+		{key: "ssl.keystore.locaton", suggestion: "ssl.keystore.location"},
 	} {
 		got := UnknownConfigKeys(map[string]string{c.key: "1"})
 		if c.known {

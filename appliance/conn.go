@@ -273,9 +273,15 @@ var errTruncatedFrame = errors.New("truncated request frame")
 
 // serve runs the reader; it returns when the connection is closed.
 func (c *conn) serve() {
+	var err error
+	if c.user, err = security.HandshakeTLS(c.lis, c.nc); err != nil {
+		c.b.warnConn("closing connection", "remote", c.remote, "shard", c.shard, "reason", err.Error())
+		c.close()
+		return
+	}
 	wdone := make(chan struct{})
 	go func() { defer close(wdone); c.writer() }()
-	err := c.reader()
+	err = c.reader()
 	if err != nil && (errors.Is(err, errTruncatedFrame) || !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.ECONNRESET)) {
 		c.b.warnConn("closing connection", "remote", c.remote, "shard", c.shard, "reason", err.Error())
 	}

@@ -128,8 +128,9 @@ func (b *Broker) newShardLoop(i int, p enginePlan) (*ioring.Shard, error) {
 // is the index in cfg.Listeners).
 func (b *Broker) newEngine(p enginePlan) (ioring.Engine, error) {
 	addrs := make([]string, len(b.cfg.Listeners))
+	goroutines := make([]bool, len(b.cfg.Listeners)) // TLS: see security/tls.go
 	for i, l := range b.cfg.Listeners {
-		addrs[i] = l.Addr
+		addrs[i], goroutines[i] = l.Addr, l.TLS != nil
 	}
 	if !p.ring {
 		return ioring.NewNetpoll(ioring.NetpollOptions{Addrs: addrs, Shards: b.cfg.Shards, Logger: b.log})
@@ -154,7 +155,7 @@ func (b *Broker) newEngine(p enginePlan) (ioring.Engine, error) {
 		sendMax = -1
 	}
 	return ioring.NewUring(ioring.UringOptions{
-		Addrs: addrs, Shards: shards, Logger: b.log,
+		Addrs: addrs, Netpoll: goroutines, Shards: shards, Logger: b.log,
 		MaxFrame: b.cfg.SocketRequestMaxBytes, MinFrame: 8,
 		IdleTimeout: time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
 		FileCopyMax: fileCopyMax,

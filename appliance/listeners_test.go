@@ -41,8 +41,8 @@ func TestParseListeners(t *testing.T) {
 		props map[string]string
 		want  string
 	}{
-		{map[string]string{"listeners": "SSL://127.0.0.1:9093"}, "TLS is not implemented"},
-		{map[string]string{"listeners": "SASL_SSL://127.0.0.1:9093"}, "TLS is not implemented"},
+		{map[string]string{"listeners": "SSL://127.0.0.1:9093"}, "needs ssl.keystore.location"},
+		{map[string]string{"listeners": "SASL_SSL://127.0.0.1:9093"}, "needs ssl.keystore.location"},
 		{map[string]string{"listeners": "CLIENT://127.0.0.1:9093"}, "not in listener.security.protocol.map"},
 		{map[string]string{"listeners": "PLAINTEXT://127.0.0.1:9093,PLAINTEXT://127.0.0.1:9094"}, "twice"},
 		{map[string]string{"listeners": "PLAINTEXT://127.0.0.1:x"}, "port"},

@@ -4,7 +4,9 @@
 //
 // Two engines sit behind the Engine interface: netpoll (Go's runtime poller,
 // one reader goroutine per connection; the baseline and the fallback) and
-// uring (one io_uring ring per shard, NewRingShard, with a multishot
+// uring (one io_uring ring per shard, NewRingShard; listeners marked in
+// UringOptions.Netpoll, the broker's TLS listeners, are accepted and
+// served as netpoll serves them, acceptLoop; the others get a multishot
 // accept on the shard's SO_REUSEPORT listener, multishot recv from a
 // provided buffer ring, frames cut on the loop, and responses sent through
 // the ring with send/writev and splice; NewUring makes the engine,

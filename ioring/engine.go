@@ -132,37 +132,7 @@ func (e *netpoll) Serve(h ConnHandler) error {
 		e.wg.Add(1)
 		go func(shard, listener int, ln net.Listener) {
 			defer e.wg.Done()
-			var fdLog fdExhaustedLog
-			var backoff time.Duration
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					e.mu.Lock()
-					closed := e.closed
-					e.mu.Unlock()
-					if closed || errors.Is(err, net.ErrClosed) {
-						errs <- nil
-						return
-					}
-					var ne net.Error
-					if errors.As(err, &ne) && ne.Timeout() {
-						continue
-					}
-					if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
-						fdLog.warn(e.log, shard, err, time.Now())
-						backoff = min(max(2*backoff, acceptBackoffMin), acceptBackoffMax)
-						time.Sleep(backoff)
-						continue
-					}
-					errs <- fmt.Errorf("cannot accept on shard %d: %w", shard, err)
-					return
-				}
-				backoff = 0
-				if tc, ok := c.(*net.TCPConn); ok {
-					_ = tc.SetNoDelay(true)
-				}
-				go h.ServeConn(shard, listener, c)
-			}
+			errs <- acceptLoop(ln, shard, listener, h, e.log, e.isClosed)
 		}(i%e.shards, i/e.shards, ln)
 	}
 	var first error
@@ -174,6 +144,45 @@ func (e *netpoll) Serve(h ConnHandler) error {
 	}
 	e.wg.Wait()
 	return first
+}
+
+func (e *netpoll) isClosed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.closed
+}
+
+// acceptLoop accepts on ln, the socket of listener for shard, and serves
+// each connection on its own goroutine (h.ServeConn) until ln is closed
+// (nil) or accept fails for good; descriptor exhaustion backs off and
+// logs. closed reports whether the engine is closing.
+func acceptLoop(ln net.Listener, shard, listener int, h ConnHandler, log *slog.Logger, closed func() bool) error {
+	var fdLog fdExhaustedLog
+	var backoff time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if closed() || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+				fdLog.warn(log, shard, err, time.Now())
+				backoff = min(max(2*backoff, acceptBackoffMin), acceptBackoffMax)
+				time.Sleep(backoff)
+				continue
+			}
+			return fmt.Errorf("cannot accept on shard %d: %w", shard, err)
+		}
+		backoff = 0
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		go h.ServeConn(shard, listener, c)
+	}
 }
 
 func (e *netpoll) Close() error {

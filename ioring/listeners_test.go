@@ -72,3 +72,37 @@ func TestEnginesSeveralListeners(t *testing.T) {
 		check(t, e)
 	})
 }
+
+// pathTeller is listenerTeller whose goroutine path answers 100 plus the
+// listener index, so a test sees which path served a connection.
+type pathTeller struct{ listenerTeller }
+
+func (pathTeller) ServeConn(_, listener int, c net.Conn) {
+	defer c.Close()
+	c.Write(frame([]byte{byte(100 + listener)}))
+	io.Copy(io.Discard, c)
+}
+
+// TestUringNetpollListeners marks the second of two listeners
+// UringOptions.Netpoll: its connections go to ServeConn with their
+// listener index, the first's to the ring.
+func TestUringNetpollListeners(t *testing.T) {
+	e := startUring(t, 2, pathTeller{}, UringOptions{Addrs: []string{"127.0.0.1:0", "127.0.0.1:0"}, Netpoll: []bool{false, true}, MaxFrame: 1 << 20})
+	for round := 0; round < 4; round++ {
+		for l, a := range e.Addrs() {
+			c, err := net.Dial("tcp", a.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Write(frame([]byte("?")))
+			want := l
+			if l == 1 {
+				want = 101
+			}
+			if b := readFrame(t, c); len(b) != 1 || int(b[0]) != want {
+				t.Errorf("connection to listener %d (%v) answered %v, want %d", l, a, b, want)
+			}
+			c.Close()
+		}
+	}
+}

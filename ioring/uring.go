@@ -154,6 +154,12 @@ type UringOptions struct {
 	// socket that refuses it (EOPNOTSUPP: on 6.18 those accepted through
 	// the ring do) gets plain sends from then on.
 	SendZCMin int
+	// Netpoll marks, per entry of Addrs, the listeners whose connections
+	// are accepted and served as the netpoll engine serves them: a
+	// goroutine per connection through ConnHandler.ServeConn, with the
+	// shard index of the socket that accepted it (TLS listeners, whose
+	// bytes crypto/tls must see). Their sockets never enter a ring.
+	Netpoll []bool
 }
 
 // RingConn is one connection of the uring engine. All methods must be
@@ -263,7 +269,7 @@ type uringShard struct {
 	sh            *Shard
 	ring          *Ring
 	br            *BufRing
-	lfds          []int // one listening socket per listener (UringOptions.Addrs)
+	lfds          []int // one listening socket per listener (UringOptions.Addrs); -1 for a Netpoll one
 	h             RingConnHandler
 	conns         map[*RingConn]struct{}
 	accepts       []HandlerFunc // per listener
@@ -278,8 +284,17 @@ type uringShard struct {
 	dupErr   error
 }
 
+// goListener is a socket of a UringOptions.Netpoll listener.
+type goListener struct {
+	ln       net.Listener
+	shard    int
+	listener int
+}
+
 type uring struct {
 	o       UringOptions
+	goLns   []goListener // accepted by goroutines (UringOptions.Netpoll)
+	goWG    sync.WaitGroup
 	lns     []*net.TCPListener
 	files   []*os.File
 	addrs   []net.Addr // per listener
@@ -332,7 +347,8 @@ func NewUring(o UringOptions) (Engine, error) {
 		us.dupFn = us.onDup
 		e.shards = append(e.shards, us)
 	}
-	for _, addr := range listenAddrs(o.Addr, o.Addrs) {
+	for l, addr := range listenAddrs(o.Addr, o.Addrs) {
+		goroutines := l < len(o.Netpoll) && o.Netpoll[l]
 		for i, us := range e.shards {
 			ln, err := reusePortListenConfig.Listen(context.Background(), "tcp", addr)
 			if err != nil {
@@ -344,6 +360,11 @@ func NewUring(o UringOptions) (Engine, error) {
 			if i == 0 {
 				addr = ln.Addr().String()
 				e.addrs = append(e.addrs, ln.Addr())
+			}
+			if goroutines {
+				e.goLns = append(e.goLns, goListener{ln: tl, shard: us.sh.ID(), listener: l})
+				us.lfds = append(us.lfds, -1)
+				continue
 			}
 			// A dup of the socket for the ring; the net.Listener stays open (and
 			// never accepts) so Addr works and the port stays bound.
@@ -394,8 +415,31 @@ func (e *uring) Serve(h ConnHandler) error {
 		e.Close()
 		return first
 	}
+	goErrs := make(chan error, len(e.goLns))
+	for _, g := range e.goLns {
+		e.goWG.Add(1)
+		go func(g goListener) {
+			defer e.goWG.Done()
+			if err := acceptLoop(g.ln, g.shard, g.listener, h, e.o.Logger, e.isClosed); err != nil {
+				goErrs <- err
+				e.Close()
+			}
+		}(g)
+	}
 	<-e.stop
-	return nil
+	e.goWG.Wait()
+	select {
+	case err := <-goErrs:
+		return err
+	default:
+		return nil
+	}
+}
+
+func (e *uring) isClosed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.closed
 }
 
 // Close stops accepting; open connections stay until their owner closes
@@ -431,6 +475,9 @@ func (us *uringShard) start(h RingConnHandler) error {
 	us.br = br
 	for l := range us.lfds {
 		us.accepts = append(us.accepts, func(c CQE) { us.onAccept(l, c) })
+		if us.lfds[l] < 0 {
+			continue // a Netpoll listener
+		}
 		if err := us.armAccept(l); err != nil {
 			return err
 		}
@@ -463,6 +510,9 @@ func (us *uringShard) stopAccepting() {
 	us.closing = true
 	if us.started {
 		for _, fd := range us.lfds {
+			if fd < 0 {
+				continue
+			}
 			_, _ = us.ring.CancelFd(fd, CancelAll, nil)
 		}
 		// Now, not at the loop's next Poll: the kernel finds the

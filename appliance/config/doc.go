@@ -2,7 +2,9 @@
 // concept package: the Java properties parser (ParseProperties), the
 // registry of known broker properties with the suggestion of the closest
 // known name for a misspelt one (Keys, UnknownKeys), Kafka's broker-level
-// defaults (BrokerDefaults), the listeners (ParseListeners), the cluster
+// defaults (BrokerDefaults), the listeners (ParseListeners) with their
+// TLS settings and ssl.principal.mapping.rules (tls.go, principal.go:
+// ListenerTLS, PrincipalRules), the cluster
 // section with Kafka's KRaft names and rules (ParseCluster: process.roles,
 // controller.quorum.voters, controller listeners, broker.rack, membership
 // timeouts), and the topic configs with their defaults, validation and

@@ -175,6 +175,21 @@ var configKeys = []Key{
 	{Name: "zookeeper.connection.timeout.ms", Type: "int", Ignored: true, Doc: "no ZooKeeper"},
 }
 
+var sslKeys = []Key{
+	{Name: "ssl.keystore.type", Type: "string", Default: "PEM", Doc: "key store format of SSL and SASL_SSL listeners: PEM only"},
+	{Name: "ssl.keystore.location", Type: "string", Doc: "PEM file with the private key followed by the certificate chain"},
+	{Name: "ssl.keystore.key", Type: "password", Doc: "inline PEM private key (with ssl.keystore.certificate.chain)"},
+	{Name: "ssl.keystore.certificate.chain", Type: "password", Doc: "inline PEM certificate chain (with ssl.keystore.key)"},
+	{Name: "ssl.key.password", Type: "password", Doc: "encrypted private keys are not supported: a key found encrypted refuses to start"},
+	{Name: "ssl.truststore.type", Type: "string", Default: "PEM", Doc: "trust store format: PEM only"},
+	{Name: "ssl.truststore.location", Type: "string", Doc: "PEM file of the CAs client certificates are verified against"},
+	{Name: "ssl.truststore.certificates", Type: "password", Doc: "inline PEM CAs client certificates are verified against"},
+	{Name: "ssl.client.auth", Type: "string", Default: "none", Doc: "client certificates: none, requested or required"},
+	{Name: "ssl.enabled.protocols", Type: "list", Default: "TLSv1.2,TLSv1.3", Doc: "TLS versions served (TLSv1.2, TLSv1.3)"},
+	{Name: "ssl.cipher.suites", Type: "list", Doc: "TLS 1.2 cipher suites (Go's IANA names); default Go's secure suites"},
+	{Name: "ssl.principal.mapping.rules", Type: "string", Default: "DEFAULT", Doc: "RULE:pattern/replacement/[LU] and DEFAULT: client certificate subject to principal name"},
+}
+
 // Family is a family of keys that share a prefix and a variable part,
 // Prefix + <variable> + "." + tail, such as
 // listener.name.<listener>.sasl.enabled.mechanisms.
@@ -197,6 +212,16 @@ var families = []Family{
 		{Name: "scram-sha-256.sasl.jaas.config", Type: "password", Ignored: true, Doc: "SCRAM credentials live in the metadata log (AlterUserScramCredentials)"},
 		{Name: "scram-sha-512.sasl.jaas.config", Type: "password", Ignored: true, Doc: "SCRAM credentials live in the metadata log (AlterUserScramCredentials)"},
 	}},
+}
+
+func init() {
+	// The ssl.* keys are both broker-wide and per listener.
+	configKeys = append(configKeys, sslKeys...)
+	for _, k := range sslKeys {
+		k.Doc += " (this listener's)"
+		k.Default = ""
+		families[0].Tails = append(families[0].Tails, k)
+	}
 }
 
 // Families returns a copy of the key families ringbroker reads.

@@ -5,7 +5,9 @@ package config
 // name its security protocol, advertised.listeners the address clients are
 // told for each name. Security protocols served: PLAINTEXT and
 // SASL_PLAINTEXT (KIP-43 SASL with PLAIN, KIP-84 SCRAM-SHA-256 and
-// SCRAM-SHA-512); SSL and SASL_SSL refuse to start (no TLS).
+// SCRAM-SHA-512), SSL and SASL_SSL (TLS 1.2 and 1.3 with crypto/tls; the
+// settings in tls.go). Controller listeners are PLAINTEXT or SASL_PLAINTEXT
+// only (no TLS on the quorum yet).
 //
 // SASL settings, per listener first, then broker-wide:
 //   - listener.name.<name>.sasl.enabled.mechanisms, sasl.enabled.mechanisms:
@@ -43,7 +45,8 @@ type Listener struct {
 	// Name is the listener name (PLAINTEXT, SASL_PLAINTEXT, or a custom
 	// one such as CLIENT), upper case as in the config.
 	Name string
-	// Protocol is the security protocol: PLAINTEXT or SASL_PLAINTEXT.
+	// Protocol is the security protocol: PLAINTEXT, SASL_PLAINTEXT, SSL
+	// or SASL_SSL.
 	Protocol string
 	// Addr is the host:port to bind ("" host: every interface).
 	Addr string
@@ -59,10 +62,13 @@ type Listener struct {
 	// PlainUsers maps PLAIN user names to passwords (SASL_PLAINTEXT with
 	// PLAIN enabled only).
 	PlainUsers map[string]string
+	// TLS is set on SSL and SASL_SSL listeners: their server config and
+	// principal mapping rules.
+	TLS *ListenerTLS
 }
 
 // SASL reports whether the listener authenticates with SASL.
-func (l *Listener) SASL() bool { return l.Protocol == ProtoSaslPlaintext }
+func (l *Listener) SASL() bool { return l.Protocol == ProtoSaslPlaintext || l.Protocol == ProtoSaslSSL }
 
 // MechanismEnabled reports whether mechanism m is enabled on l.
 func (l *Listener) MechanismEnabled(m string) bool {
@@ -207,9 +213,8 @@ func parseListenerSet(props map[string]string, get func(string) string) (client,
 			}
 			return nil, nil, fmt.Errorf("listener %s is not in listener.security.protocol.map (%s)", ep.name, get("listener.security.protocol.map"))
 		}
-		switch proto {
-		case ProtoSSL, ProtoSaslSSL:
-			return nil, nil, fmt.Errorf("listener %s uses security protocol %s: TLS is not implemented, use PLAINTEXT or SASL_PLAINTEXT", ep.name, proto)
+		if (proto == ProtoSSL || proto == ProtoSaslSSL) && slices.Contains(ctlNames, ep.name) {
+			return nil, nil, fmt.Errorf("controller listener %s uses security protocol %s: TLS is not implemented on controller listeners, use PLAINTEXT or SASL_PLAINTEXT", ep.name, proto)
 		}
 		l := Listener{Name: ep.name, Protocol: proto, Addr: net.JoinHostPort(ep.host, strconv.Itoa(ep.port))}
 		a, ok := adv[ep.name]
@@ -222,6 +227,11 @@ func parseListenerSet(props map[string]string, get func(string) string) (client,
 		}
 		if l.SASL() {
 			if err := l.parseSASL(props, get); err != nil {
+				return nil, nil, err
+			}
+		}
+		if proto == ProtoSSL || proto == ProtoSaslSSL {
+			if err := l.parseTLS(props, get); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -281,7 +291,7 @@ func (l *Listener) parseSASL(props map[string]string, get func(string) string) e
 		}
 	}
 	if len(l.Mechanisms) == 0 {
-		return fmt.Errorf("listener %s is SASL_PLAINTEXT but %s enables no mechanism", l.Name, key)
+		return fmt.Errorf("listener %s is %s but %s enables no mechanism", l.Name, l.Protocol, key)
 	}
 	if !l.MechanismEnabled(mechPlain) {
 		return nil

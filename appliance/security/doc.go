@@ -11,10 +11,12 @@
 // image holds; SASL authentication (PLAIN, SCRAM-SHA-256/512) with its
 // handlers SaslHandshake and SaslAuthenticate; and the admin handlers
 // CreateAcls, DeleteAcls, DescribeAcls, AlterUserScramCredentials and
-// DescribeUserScramCredentials.
+// DescribeUserScramCredentials; and TLS connections of SSL and SASL_SSL
+// listeners (tls.go: ServerTLS, HandshakeTLS and the mTLS principal, with
+// why they run on the goroutine path under both engines).
 //
-// It imports appliance/wire and nothing of appliance or of the other
-// concept packages. What the handlers need of the broker is the Broker
+// It imports appliance/wire and appliance/config and nothing of appliance
+// or of the other concept packages. What the handlers need of the broker is the Broker
 // interface (the current image's View; Change, which proposes records
 // under the controller's lock and commits them), implemented in appliance
 // by securityBroker and passed to Register with the broker's Authorizer.
