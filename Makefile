@@ -6,7 +6,7 @@ BIN       := bin
 CONFIG    := config/server.properties
 # Unit packages: everything but the integration suite, which starts the real binary.
 UNIT_PKGS  = $(shell $(GO) list ./... | grep -v '/tests/integration')
-UNIT_TIMEOUT        ?= 12m
+UNIT_TIMEOUT        ?= 20m
 INTEGRATION_TIMEOUT ?= 15m
 FUZZTIME  ?= 30s
 # make test runs every test afresh (-count=1), as a fresh clone would;
@@ -40,6 +40,8 @@ run: build
 # TEST_JOBS side by side, in this order (the longest first). The integration
 # passes and the client suites mostly wait on clients, timers and kill/restart
 # cycles, so they run beside the CPU-bound unit stages; see .ci/stages.sh.
+# Everything waits for test-build, so the shared binaries are not starved of
+# CPU by the race-detector builds and the long chain (compat) starts first.
 # Each stage's output is printed whole when it ends (logs in build/test-logs),
 # and a table of every stage's wall and CPU seconds ends the run, failed or
 # not. TEST_STAGES="vet unit" runs a subset.
@@ -53,7 +55,7 @@ TEST_STAGES ?= deps test-build:deps compat:test-build \
 	integration-netpoll:test-build integration-uring:test-build \
 	integration-direct:test-build integration-uring-direct:test-build \
 	$(addsuffix :test-build,$(TEST_CLUSTER_FAST)) \
-	vet unit unit-direct unit-allocs
+	vet:test-build unit:test-build unit-direct:test-build unit-allocs:test-build
 
 test:
 	@TEST_JOBS=$(TEST_JOBS) MAKE="$(MAKE)" IT_BIN=$(TEST_BIN_DIR)/integration.test \
