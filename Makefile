@@ -58,7 +58,7 @@ TEST_STAGES ?= deps test-build:deps compat:test-build \
 	vet:test-build unit:test-build unit-direct:test-build unit-allocs:test-build
 
 test:
-	@TEST_JOBS=$(TEST_JOBS) MAKE="$(MAKE)" IT_BIN=$(TEST_BIN_DIR)/integration.test \
+	@exec env TEST_JOBS=$(TEST_JOBS) MAKE="$(MAKE)" IT_BIN=$(TEST_BIN_DIR)/integration.test \
 		RB_BROKER_BIN=$(abspath $(TEST_BIN_DIR)/ringbroker) COMPAT_BROKER_BIN=$(abspath $(TEST_BIN_DIR)/ringbroker) \
 		./.ci/stages.sh $(TEST_STAGES)
 
@@ -131,31 +131,32 @@ DIRECT_TESTS ?= .
 # batches); make test-long sends 200,000 in all four.
 PASS_CODEC_RECORDS ?= 50000
 IT_BIN ?=
+# $(call it_run,ENV,PATTERN): the suite with the environment ENV.
 ifneq ($(IT_BIN),)
-it_run = cd tests/integration && $(abspath $(IT_BIN)) -test.count=1 -test.timeout $(INTEGRATION_TIMEOUT) -test.run '$(1)'
+it_run = cd tests/integration && env $(1) $(abspath $(IT_BIN)) -test.count=1 -test.timeout $(INTEGRATION_TIMEOUT) -test.run '$(2)'
 else
-it_run = $(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) -run '$(1)' ./tests/integration/...
+it_run = env $(1) $(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) -run '$(2)' ./tests/integration/...
 endif
 
 integration:
 ifdef RB_ENGINE
-	$(call it_run,.)
+	$(call it_run,,.)
 else
 	$(MAKE) integration-netpoll
 	$(MAKE) integration-uring
 endif
 
 integration-netpoll:
-	RB_ENGINE=netpoll $(call it_run,.)
+	$(call it_run,RB_ENGINE=netpoll,.)
 
 integration-uring:
-	RB_ENGINE=uring RB_SHARDS=4 RB_CODEC_RECORDS=$(PASS_CODEC_RECORDS) $(call it_run,$(INTEGRATION_URING_RUN))
+	$(call it_run,RB_ENGINE=uring RB_SHARDS=4 RB_CODEC_RECORDS=$(PASS_CODEC_RECORDS),$(INTEGRATION_URING_RUN))
 
 integration-direct:
-	RB_IO_MODE=direct RB_CODEC_RECORDS=$(PASS_CODEC_RECORDS) $(call it_run,$(DIRECT_TESTS))
+	$(call it_run,RB_IO_MODE=direct RB_CODEC_RECORDS=$(PASS_CODEC_RECORDS),$(DIRECT_TESTS))
 
 integration-uring-direct:
-	RB_ENGINE=uring RB_IO_MODE=direct RB_SHARDS=4 RB_CODEC_RECORDS=$(PASS_CODEC_RECORDS) $(call it_run,$(DIRECT_TESTS))
+	$(call it_run,RB_ENGINE=uring RB_IO_MODE=direct RB_SHARDS=4 RB_CODEC_RECORDS=$(PASS_CODEC_RECORDS),$(DIRECT_TESTS))
 
 # The four passes side by side, on their own (make test runs them as stages).
 INTEGRATION_JOBS ?= 4
