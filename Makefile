@@ -7,7 +7,7 @@ CONFIG    := config/server.properties
 # Unit packages: everything but the integration suite, which starts the real binary.
 UNIT_PKGS  = $(shell $(GO) list ./... | grep -v '/tests/integration')
 UNIT_TIMEOUT        ?= 20m
-INTEGRATION_TIMEOUT ?= 15m
+INTEGRATION_TIMEOUT ?= 25m
 FUZZTIME  ?= 30s
 # make test runs every test afresh (-count=1), as a fresh clone would;
 # TEST_COUNT= lets go test reuse its cached results when nothing changed.
