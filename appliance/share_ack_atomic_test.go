@@ -14,7 +14,11 @@ import (
 // partition answers INVALID_REQUEST or INVALID_RECORD_STATE and its records
 // stay Acquired.
 func TestShareAckAllOrNothingHandlers(t *testing.T) {
-	_, cl, tid := shareTestClient(t)
+	// The member heartbeats once: a session of 10 minutes, not 45 s, so a
+	// slow machine (200,000 batches under -race took 52 s on a loaded 2-core
+	// one) does not remove it midway (UNKNOWN_MEMBER_ID).
+	_, cl, tid := shareTestClientWith(t, map[string]string{
+		"group.share.session.timeout.ms": "600000", "group.share.max.session.timeout.ms": "600000"})
 	const group, member = "atomic", "AAAAAAAAAAAAAAAAAAAAAQ"
 	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
 	hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = group, member, []string{"st"}

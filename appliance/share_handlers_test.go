@@ -15,7 +15,13 @@ import (
 // records in partition 0) and returns a raw client to it.
 func shareTestClient(t *testing.T) (*Broker, *kgo.Client, [16]byte) {
 	t.Helper()
-	b := startTestBroker(t, nil)
+	return shareTestClientWith(t, nil)
+}
+
+// shareTestClientWith is shareTestClient on a broker with props.
+func shareTestClientWith(t *testing.T, props map[string]string) (*Broker, *kgo.Client, [16]byte) {
+	t.Helper()
+	b := startTestBroker(t, props)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr().String()), kgo.DefaultProduceTopic("st"), kgo.AllowAutoTopicCreation(),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {

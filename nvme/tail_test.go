@@ -292,8 +292,10 @@ func testTailViewConcurrentReads(t *testing.T, o Options) {
 			}
 		}
 	}()
+	// At least 100 appends (~5 MB, a few blocks through the two-block
+	// cache) however slow the machine, then until 3 s or 2,000 appends.
 	deadline := time.Now().Add(3 * time.Second)
-	for i := 0; i < 2000 && time.Now().Before(deadline); i++ {
+	for i := 0; i < 2000 && (i < 100 || time.Now().Before(deadline)); i++ {
 		base := l.LogEndOffset()
 		recs := make([]testRecord, 1+i%3)
 		for k := range recs {

@@ -438,8 +438,19 @@ func lookTool(name string) (string, error) {
 	return "", os.ErrNotExist
 }
 
+// TestCompactionConsumerOffsetsBounded commits offsets for 16 partitions of
+// one group from 16 workers, one commit per request, while sampling the size
+// of __consumer_offsets-0: the cleaner must keep it bounded (uncompacted,
+// every commit takes ~100 bytes), and the group's last commits must be
+// answered before and after a restart. make test commits 30,000 times with
+// 64 KiB segments (3 MB uncompacted against a 1.5 MB bound); RB_LONG=1
+// (make test-long) 100,000 times with 128 KiB segments and a 3 MB bound.
 func TestCompactionConsumerOffsetsBounded(t *testing.T) {
-	b := startBroker(t, "", append(cleanerOverrides, "offsets.topic.num.partitions=1", "offsets.topic.segment.bytes=131072")...)
+	commits, segBytes, bound := 30_000, "65536", int64(1536<<10)
+	if longRun() {
+		commits, segBytes, bound = 100_000, "131072", 3<<20
+	}
+	b := startBroker(t, "", append(cleanerOverrides, "offsets.topic.num.partitions=1", "offsets.topic.segment.bytes="+segBytes)...)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
@@ -451,7 +462,7 @@ func TestCompactionConsumerOffsetsBounded(t *testing.T) {
 		t.Fatalf("cannot create offs-src: %v %v", err, r.Err)
 	}
 	dir := filepath.Join(b.DataDir, "__consumer_offsets-0")
-	const commits, workers = 100_000, 16
+	const workers = 16
 	var done atomic.Int64
 	var maxBytes atomic.Int64
 	var wg sync.WaitGroup
@@ -510,12 +521,11 @@ func TestCompactionConsumerOffsetsBounded(t *testing.T) {
 		t.Fatal(err)
 	default:
 	}
-	// Uncompacted, 100,000 commits take about 10 MB.
 	end := dirLogBytes(t, dir)
 	t.Logf("%d commits in %v; __consumer_offsets-0: %d bytes at the end, at most %d bytes sampled", done.Load(),
 		time.Since(start).Round(time.Millisecond), end, maxBytes.Load())
-	if maxBytes.Load() > 3<<20 || end > 3<<20 {
-		t.Fatalf("__consumer_offsets-0 grew to %d bytes (end %d): not bounded", maxBytes.Load(), end)
+	if maxBytes.Load() > bound || end > bound {
+		t.Fatalf("__consumer_offsets-0 grew to %d bytes (end %d, bound %d): not bounded", maxBytes.Load(), end, bound)
 	}
 	// Every partition's last commit is what the coordinator answers.
 	offs, err := kadm.NewClient(cl).FetchOffsets(ctx, "bounded")

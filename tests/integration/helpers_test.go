@@ -257,3 +257,7 @@ func peerHasRead(t testing.TB, c net.Conn) bool {
 	t.Fatalf("the broker's end of %v -> %v is not in /proc/net/tcp", c.LocalAddr(), c.RemoteAddr())
 	return false
 }
+
+// longRun reports whether RB_LONG=1 asks for the soak sizes (make
+// test-long); make test runs the shorter ones.
+func longRun() bool { return os.Getenv("RB_LONG") == "1" }
