@@ -152,28 +152,8 @@ func (c Controller) alterBrokerConfigsWith(name string, compute func(effective f
 			return err
 		}
 	}
-	var recs []Record
-	named := map[string]bool{}
-	for _, ch := range changes {
-		named[ch.Key] = true
-		recs = append(recs, Record{Config: &ConfigRecord{ResourceType: 4, Name: name, Key: ch.Key, Value: ch.Value}})
-	}
-	if replace {
-		for k := range cur {
-			if !named[k] {
-				recs = append(recs, Record{Config: &ConfigRecord{ResourceType: 4, Name: name, Key: k}})
-			}
-		}
-	}
-	if validateOnly || len(recs) == 0 {
-		return nil
-	}
-	next, err := c.h.Commit(im, recs)
-	if err != nil {
-		return CommitError(err)
-	}
-	_ = c.h.Publish(im, next) // the log manager gives the open partitions the new defaults
-	return nil
+	// The log manager gives the open partitions the new defaults.
+	return c.commitConfigs(im, 4, name, changes, cur, replace, validateOnly)
 }
 
 // incrementalBrokerChanges turns IncrementalAlterConfigs operations on a

@@ -383,16 +383,25 @@ func (c Controller) alterTopicConfigsWith(name string, compute func(*TopicImage)
 			return fmt.Errorf("%w: unknown topic config %q", kerr.InvalidConfig, ch.Key)
 		}
 	}
+	// The log manager gives the open partitions the new configs.
+	return c.commitConfigs(im, 2, name, changes, t.Configs, replace, validateOnly)
+}
+
+// commitConfigs commits and publishes the ConfigRecords of changes to
+// resource name of resourceType (2 topic, 4 broker); with replace (the
+// legacy AlterConfigs), the keys of cur that changes do not name are
+// removed too.
+func (c Controller) commitConfigs(im *Image, resourceType int8, name string, changes []ConfigChange, cur map[string]string, replace, validateOnly bool) error {
 	var recs []Record
 	named := map[string]bool{}
 	for _, ch := range changes {
 		named[ch.Key] = true
-		recs = append(recs, Record{Config: &ConfigRecord{ResourceType: 2, Name: name, Key: ch.Key, Value: ch.Value}})
+		recs = append(recs, Record{Config: &ConfigRecord{ResourceType: resourceType, Name: name, Key: ch.Key, Value: ch.Value}})
 	}
 	if replace {
-		for k := range t.Configs {
+		for k := range cur {
 			if !named[k] {
-				recs = append(recs, Record{Config: &ConfigRecord{ResourceType: 2, Name: name, Key: k}})
+				recs = append(recs, Record{Config: &ConfigRecord{ResourceType: resourceType, Name: name, Key: k}})
 			}
 		}
 	}
@@ -403,6 +412,6 @@ func (c Controller) alterTopicConfigsWith(name string, compute func(*TopicImage)
 	if err != nil {
 		return CommitError(err)
 	}
-	_ = c.h.Publish(im, next) // the log manager gives the open partitions the new configs
+	_ = c.h.Publish(im, next)
 	return nil
 }
