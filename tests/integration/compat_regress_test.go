@@ -69,8 +69,13 @@ func TestCompatFetchFullRequestNamingSession(t *testing.T) {
 			t.Errorf("session %d epoch %d: partition error %d, high watermark %d, %d bytes; want 0, 3, the records",
 				c.id, c.epoch, p.ErrorCode, p.HighWatermark, len(p.RecordBatches))
 		}
-		if resp.SessionID != 0 {
+		// Epoch -1 asks for no session (KIP-227); epoch 0 closes the one it
+		// names, if any, and the broker opens a new one (fetch sessions).
+		if c.epoch == -1 && resp.SessionID != 0 {
 			t.Errorf("session %d epoch %d: answer names session %d; want 0 (none kept)", c.id, c.epoch, resp.SessionID)
+		}
+		if c.epoch == 0 && (resp.SessionID == 0 || resp.SessionID == c.id) {
+			t.Errorf("session %d epoch %d: answer names session %d; want a new session", c.id, c.epoch, resp.SessionID)
 		}
 	}
 	if resp := fetch(7, 1); resp.ErrorCode != kerr.FetchSessionIDNotFound.Code {
