@@ -17,7 +17,6 @@ import (
 	"github.com/ringbroker/ringbroker/appliance/cleaner"
 	"github.com/ringbroker/ringbroker/appliance/config"
 	"github.com/ringbroker/ringbroker/appliance/controller"
-	"github.com/ringbroker/ringbroker/cluster/brokerlife"
 	"github.com/ringbroker/ringbroker/appliance/fetchsession"
 	"github.com/ringbroker/ringbroker/appliance/metadata"
 	"github.com/ringbroker/ringbroker/appliance/metrics"
@@ -25,6 +24,7 @@ import (
 	"github.com/ringbroker/ringbroker/appliance/security"
 	"github.com/ringbroker/ringbroker/appliance/txn"
 	"github.com/ringbroker/ringbroker/appliance/wire"
+	"github.com/ringbroker/ringbroker/cluster/brokerlife"
 	"github.com/ringbroker/ringbroker/ioring"
 	"github.com/ringbroker/ringbroker/nvme"
 )
