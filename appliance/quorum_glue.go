@@ -7,15 +7,12 @@ package appliance
 
 import (
 	"context"
-	"crypto/rand"
 	"path/filepath"
 	"time"
 
 	"github.com/ringbroker/ringbroker/appliance/controller"
 	"github.com/ringbroker/ringbroker/appliance/metadata"
 	"github.com/ringbroker/ringbroker/appliance/wire"
-	"github.com/ringbroker/ringbroker/cluster/brokerlife"
-	"github.com/ringbroker/ringbroker/cluster/membership"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -71,87 +68,25 @@ func (c *controlPlane) commit(im *Image, recs []MetadataRecord) (*Image, error) 
 }
 
 // startMembership, with a quorum: the active controller's broker
-// membership (BrokerRegistration and BrokerHeartbeat on the controller
-// listener, fencing) and this broker's registration and heartbeats to it.
+// membership and this broker's registration and heartbeats to it
+// (controller.Quorum.StartMembership).
 func (b *Broker) startMembership() error {
-	q := b.ctl.quorum
-	if q == nil {
+	if b.ctl.quorum == nil {
 		return nil
 	}
-	c := b.cfg.Cluster
-	var ctlNames []string
-	for _, l := range c.ControllerListeners {
-		ctlNames = append(ctlNames, l.Name)
-	}
-	m, err := metadata.NewMembership(ctlHost{b: b}, metadata.MembershipConfig{
-		Registry:            membership.Config{ClusterID: b.cfg.ClusterID, SessionTimeout: time.Duration(c.SessionTimeoutMs) * time.Millisecond, Now: time.Now, Logger: b.log},
-		ControllerListeners: ctlNames})
-	if err != nil {
-		return err
-	}
-	q.SetMembership(m)
-	var ls []kmsg.BrokerRegistrationRequestListener
-	for _, l := range b.cfg.Listeners {
-		rl := kmsg.NewBrokerRegistrationRequestListener()
-		rl.Name, rl.Host, rl.Port = l.Name, l.AdvertisedHost, uint16(l.AdvertisedPort)
-		rl.SecurityProtocol = securityProtocolID(l.Protocol)
-		ls = append(ls, rl)
-	}
-	var rack *string
-	if c.Rack != "" {
-		rack = &c.Rack
-	}
-	var inc [16]byte
-	_, _ = rand.Read(inc[:])
-	applied := func() int64 {
-		st, err := q.Status()
-		if err != nil {
-			return b.currentImage().Offset
-		}
-		return int64(st.Applied)
-	}
-	mgr, err := brokerlife.New(brokerlife.Config{NodeID: b.cfg.NodeID, ClusterID: b.cfg.ClusterID, IncarnationID: inc,
-		Listeners: ls, Rack: rack, HeartbeatInterval: time.Duration(c.HeartbeatIntervalMs) * time.Millisecond,
-		MetadataOffset: applied,
-		HighWatermark: func() int64 {
-			st, err := q.Status()
-			if err != nil {
-				return 0
-			}
-			return int64(st.HighWatermark) + 1
-		}, Logger: b.log}, q.Channel())
+	mgr, err := b.ctl.quorum.StartMembership(ctlHost{b: b}, controller.MemberOptions{ClusterID: b.cfg.ClusterID,
+		Cluster: b.cfg.Cluster, Listeners: b.cfg.Listeners, Logger: b.log})
 	if err != nil {
 		return err
 	}
 	b.ctl.members = mgr
-	mgr.Start()
 	return nil
 }
 
 // shutdownMembership asks the active controller for a controlled shutdown
 // (bounded) and stops the heartbeats; the quorum is still running.
 func (b *Broker) shutdownMembership() {
-	mgr := b.ctl.members
-	if mgr == nil {
-		return
+	if b.ctl.members != nil {
+		controller.StopMember(b.ctl.members, b.log)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := mgr.Shutdown(ctx); err != nil {
-		b.log.Warn("controlled shutdown not completed", "err", err)
-	}
-	mgr.Close()
-}
-
-// securityProtocolID is Kafka's id of a security protocol name.
-func securityProtocolID(p string) int16 {
-	switch p {
-	case "SSL":
-		return 1
-	case "SASL_PLAINTEXT":
-		return 2
-	case "SASL_SSL":
-		return 3
-	}
-	return 0
 }

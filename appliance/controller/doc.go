@@ -43,6 +43,7 @@
 // SetMembership follows the leadership (polling every 20 ms) and runs
 // the membership's fencing loop while this node leads.
 //
-// It imports cluster/quorum, appliance/metadata, appliance/wire and
-// appliance/config; appliance wires it.
+// It imports cluster/quorum, cluster/membership, cluster/brokerlife,
+// appliance/metadata, appliance/wire and appliance/config; appliance
+// wires it.
 package controller

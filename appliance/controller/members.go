@@ -10,13 +10,18 @@ package controller
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"time"
 
+	"github.com/ringbroker/ringbroker/appliance/config"
 	"github.com/ringbroker/ringbroker/appliance/metadata"
+	"github.com/ringbroker/ringbroker/cluster/brokerlife"
+	"github.com/ringbroker/ringbroker/cluster/membership"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -182,4 +187,93 @@ func (q *Quorum) sendTo(ctx context.Context, addr string, req kmsg.Request) (kms
 		return nil, fmt.Errorf("cannot decode the %s response: %w", kmsg.NameForKey(req.Key()), err)
 	}
 	return resp, nil
+}
+
+// MemberOptions configures StartMembership.
+type MemberOptions struct {
+	// ClusterID is meta.properties' cluster.id.
+	ClusterID string
+	// Cluster is the node's cluster configuration (controller listeners,
+	// broker.rack, broker.heartbeat.interval.ms,
+	// broker.session.timeout.ms).
+	Cluster config.Cluster
+	// Listeners are the client listeners, advertised ports resolved.
+	Listeners []config.Listener
+	Logger    *slog.Logger
+}
+
+// StartMembership makes a metadata.Membership over h answer on the
+// controller listener (SetMembership) and starts this broker's
+// cluster/brokerlife.Manager, which registers and heartbeats through
+// Channel with the metadata offset and high watermark the quorum
+// applied.
+func (q *Quorum) StartMembership(h metadata.Host, o MemberOptions) (*brokerlife.Manager, error) {
+	c := o.Cluster
+	var ctlNames []string
+	for _, l := range c.ControllerListeners {
+		ctlNames = append(ctlNames, l.Name)
+	}
+	m, err := metadata.NewMembership(h, metadata.MembershipConfig{
+		Registry:            membership.Config{ClusterID: o.ClusterID, SessionTimeout: time.Duration(c.SessionTimeoutMs) * time.Millisecond, Now: time.Now, Logger: o.Logger},
+		ControllerListeners: ctlNames})
+	if err != nil {
+		return nil, err
+	}
+	var ls []kmsg.BrokerRegistrationRequestListener
+	for _, l := range o.Listeners {
+		rl := kmsg.NewBrokerRegistrationRequestListener()
+		rl.Name, rl.Host, rl.Port = l.Name, l.AdvertisedHost, uint16(l.AdvertisedPort)
+		rl.SecurityProtocol = securityProtocolID(l.Protocol)
+		ls = append(ls, rl)
+	}
+	var rack *string
+	if c.Rack != "" {
+		rack = &c.Rack
+	}
+	var inc [16]byte
+	_, _ = rand.Read(inc[:])
+	// Raft indexes are metadata offsets (the image's offset is the index
+	// of its last batch); an index applied is an offset applied.
+	status := func() (applied, hw int64) {
+		st, err := q.Status()
+		if err != nil {
+			return -1, 0
+		}
+		return int64(st.Applied), int64(st.HighWatermark) + 1
+	}
+	mgr, err := brokerlife.New(brokerlife.Config{NodeID: q.opts.NodeID, ClusterID: o.ClusterID, IncarnationID: inc,
+		Listeners: ls, Rack: rack, HeartbeatInterval: time.Duration(c.HeartbeatIntervalMs) * time.Millisecond,
+		MetadataOffset: func() int64 { a, _ := status(); return a },
+		HighWatermark:  func() int64 { _, hw := status(); return hw },
+		Logger:         o.Logger}, q.Channel())
+	if err != nil {
+		return nil, err
+	}
+	q.SetMembership(m)
+	mgr.Start()
+	return mgr, nil
+}
+
+// StopMember asks the active controller for mgr's controlled shutdown,
+// waiting at most 5 s, and stops its heartbeats.
+func StopMember(mgr *brokerlife.Manager, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := mgr.Shutdown(ctx); err != nil {
+		log.Warn("controlled shutdown not completed", "err", err)
+	}
+	mgr.Close()
+}
+
+// securityProtocolID is Kafka's id of a security protocol name.
+func securityProtocolID(p string) int16 {
+	switch p {
+	case "SSL":
+		return 1
+	case "SASL_PLAINTEXT":
+		return 2
+	case "SASL_SSL":
+		return 3
+	}
+	return 0
 }
