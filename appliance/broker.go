@@ -24,6 +24,7 @@ import (
 	"github.com/ringbroker/ringbroker/appliance/security"
 	"github.com/ringbroker/ringbroker/appliance/txn"
 	"github.com/ringbroker/ringbroker/appliance/wire"
+	"github.com/ringbroker/ringbroker/cluster/brokerlife"
 	"github.com/ringbroker/ringbroker/ioring"
 	"github.com/ringbroker/ringbroker/nvme"
 )
@@ -73,6 +74,9 @@ type controlPlane struct {
 	// quorum_glue.go), nil without: then meta commits alone.
 	quorum      *controller.Quorum
 	quorumReady atomic.Bool // the quorum caught up at start
+	// members is this node's broker registration and heartbeats to the
+	// active controller (quorum only; quorum_glue.go).
+	members *brokerlife.Manager
 
 	// image is the image in force; readers load it without locking.
 	image atomic.Pointer[Image]
@@ -309,6 +313,12 @@ func (b *Broker) Start() (err error) {
 		b.abortStart()
 		return err
 	}
+	if err := b.startMembership(); err != nil {
+		eng.Close()
+		b.stopCleaner()
+		b.abortStart()
+		return err
+	}
 	go func() { b.life.serveErr <- eng.Serve(b) }()
 	b.log.Info("ringbroker listening", "addr", eng.Addr().String(), "advertised", fmt.Sprintf("%s:%d", b.cfg.AdvertisedHost, b.cfg.AdvertisedPort),
 		"listeners", strings.Join(addrs, ","), "advertised.listeners", strings.Join(advertised, ","),
@@ -330,6 +340,7 @@ func (b *Broker) Close() error {
 	var err error
 	b.life.closeOnce.Do(func() {
 		close(b.life.closing)
+		b.shutdownMembership() // controlled shutdown while the quorum runs
 		b.setStage("closing client connections")
 		b.metrics.Stop()
 		if b.front.engine != nil {

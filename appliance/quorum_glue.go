@@ -66,3 +66,27 @@ func (c *controlPlane) commit(im *Image, recs []MetadataRecord) (*Image, error) 
 	}
 	return c.meta.Commit(im, recs)
 }
+
+// startMembership, with a quorum: the active controller's broker
+// membership and this broker's registration and heartbeats to it
+// (controller.Quorum.StartMembership).
+func (b *Broker) startMembership() error {
+	if b.ctl.quorum == nil {
+		return nil
+	}
+	mgr, err := b.ctl.quorum.StartMembership(ctlHost{b: b}, controller.MemberOptions{ClusterID: b.cfg.ClusterID,
+		Cluster: b.cfg.Cluster, Listeners: b.cfg.Listeners, Logger: b.log})
+	if err != nil {
+		return err
+	}
+	b.ctl.members = mgr
+	return nil
+}
+
+// shutdownMembership asks the active controller for a controlled shutdown
+// (bounded) and stops the heartbeats; the quorum is still running.
+func (b *Broker) shutdownMembership() {
+	if b.ctl.members != nil {
+		controller.StopMember(b.ctl.members, b.log)
+	}
+}

@@ -19,6 +19,17 @@
 //     its answer is relayed. When no controller is known within the
 //     request's timeout, the request runs here and its changes fail with
 //     NOT_CONTROLLER.
+//   - Membership (SetMembership, Channel): BrokerRegistration (62) and
+//     BrokerHeartbeat (63) come as plain requests, not in an Envelope, on
+//     the active controller's controller listener and are answered by
+//     its metadata.Membership (NOT_CONTROLLER elsewhere); the
+//     membership is activated and its fencing loop runs while this node
+//     leads the quorum and has applied what it knows committed, and
+//     stops when it loses the leadership. Channel (a
+//     cluster/brokerlife.Channel) sends this broker's registration and
+//     heartbeats to the active controller, in process when it is this
+//     node, retrying while no leader is known or it answers
+//     NOT_CONTROLLER.
 //
 // Node ids map onto Raft ids as id+1 (Raft ids are positive, node ids
 // start at 0).
@@ -28,8 +39,11 @@
 // rejected proposals. Commit runs on the controller's goroutine (the
 // broker holds its controller mutex) and waits on the Node. Each
 // forwarded request runs on the goroutine of the connection that
-// carries it (TCPTransport's reader goroutine).
+// carries it (TCPTransport's reader goroutine). One goroutine per
+// SetMembership follows the leadership (polling every 20 ms) and runs
+// the membership's fencing loop while this node leads.
 //
-// It imports cluster/quorum, appliance/metadata, appliance/wire and
-// appliance/config; appliance wires it.
+// It imports cluster/quorum, cluster/membership, cluster/brokerlife,
+// appliance/metadata, appliance/wire and appliance/config; appliance
+// wires it.
 package controller

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ringbroker/ringbroker/appliance/config"
@@ -66,6 +67,9 @@ type Quorum struct {
 	// ready is closed once node is set: forwarded requests that arrive
 	// while Open runs wait for it.
 	ready chan struct{}
+	// members answers BrokerRegistration and BrokerHeartbeat
+	// (SetMembership).
+	members atomic.Pointer[metadata.Membership]
 }
 
 // Open opens the quorum's storage in o.Dir, listens on o.Listen and

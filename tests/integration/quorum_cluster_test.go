@@ -39,7 +39,7 @@ type quorumNode struct {
 
 // startQuorumNodes formats and starts n combined nodes and waits until
 // every one serves Metadata.
-func startQuorumNodes(t *testing.T, n int) []*quorumNode {
+func startQuorumNodes(t *testing.T, n int, extra ...string) []*quorumNode {
 	t.Helper()
 	out, code := runBinary(t, time.Minute, "random-uuid")
 	cid := strings.TrimSpace(out)
@@ -68,7 +68,7 @@ func startQuorumNodes(t *testing.T, n int) []*quorumNode {
 			"num.partitions=2",
 			"offsets.topic.num.partitions=3",
 			"transaction.state.log.num.partitions=3",
-		}, "\n") + "\n"
+		}, "\n") + "\n" + strings.Join(extra, "\n") + "\n"
 		nd.props = filepath.Join(nd.logDir, "server.properties")
 		if err := os.WriteFile(nd.props, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
