@@ -49,6 +49,7 @@ func (b *Broker) openQuorum() (*Image, error) {
 		return nil, err
 	}
 	b.ctl.quorum = q
+	q.SetProducerIDAllocator(b.commitProducerIDs)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if !q.WaitCaughtUp(ctx) {

@@ -378,14 +378,14 @@ func (q *Quorum) serveEnvelope(frame []byte) ([]byte, error) {
 		return nil, err
 	}
 	switch req.(type) {
-	case *kmsg.BrokerRegistrationRequest, *kmsg.BrokerHeartbeatRequest:
-		out := appendResponse([]byte{0, 0, 0, 0}, h.corrID, h.version, q.serveMember(req))
+	case *kmsg.BrokerRegistrationRequest, *kmsg.BrokerHeartbeatRequest, *kmsg.AllocateProducerIDsRequest:
+		out := appendResponse([]byte{0, 0, 0, 0}, h.corrID, h.version, q.servePlain(req))
 		binary.BigEndian.PutUint32(out, uint32(len(out)-4))
 		return out, nil
 	}
 	env, ok := req.(*kmsg.EnvelopeRequest)
 	if !ok {
-		return nil, fmt.Errorf("%s is not served on the controller listener, only Envelope, BrokerRegistration and BrokerHeartbeat", kmsg.NameForKey(h.key))
+		return nil, fmt.Errorf("%s is not served on the controller listener, only Envelope, BrokerRegistration, BrokerHeartbeat and AllocateProducerIds", kmsg.NameForKey(h.key))
 	}
 	eresp := kmsg.NewPtrEnvelopeResponse()
 	inner, ireq, err := readRequest(env.RequestData)

@@ -77,6 +77,15 @@ func (q *Quorum) leadMembership(m *metadata.Membership) {
 	}
 }
 
+// servePlain answers a plain (not enveloped) request on the controller
+// listener: BrokerRegistration, BrokerHeartbeat or AllocateProducerIds.
+func (q *Quorum) servePlain(req kmsg.Request) kmsg.Response {
+	if a, ok := req.(*kmsg.AllocateProducerIDsRequest); ok {
+		return q.serveAllocate(a)
+	}
+	return q.serveMember(req)
+}
+
 // serveMember answers a BrokerRegistration or BrokerHeartbeat request
 // that came on the controller listener: NOT_CONTROLLER unless this node
 // is the active controller with a membership.
@@ -106,7 +115,7 @@ type Channel struct{ q *Quorum }
 // Channel returns this node's channel to the active controller.
 func (q *Quorum) Channel() Channel { return Channel{q} }
 
-// Send sends a BrokerRegistration or BrokerHeartbeat request to the
+// Send sends a BrokerRegistration, BrokerHeartbeat or AllocateProducerIds request to the
 // active controller's controller listener (answered in process when this
 // node is it), trying again while no leader is known, the one tried
 // cannot be reached or answers NOT_CONTROLLER, until ctx ends.
@@ -118,7 +127,7 @@ func (c Channel) Send(ctx context.Context, req kmsg.Request) (kmsg.Response, err
 			var resp kmsg.Response
 			var err error
 			if l == q.opts.NodeID {
-				resp = q.serveMember(req)
+				resp = q.servePlain(req)
 			} else {
 				resp, err = q.sendTo(ctx, q.addrs[l], req)
 			}
@@ -145,6 +154,8 @@ func notController(resp kmsg.Response) bool {
 	case *kmsg.BrokerRegistrationResponse:
 		return r.ErrorCode == kerr.NotController.Code
 	case *kmsg.BrokerHeartbeatResponse:
+		return r.ErrorCode == kerr.NotController.Code
+	case *kmsg.AllocateProducerIDsResponse:
 		return r.ErrorCode == kerr.NotController.Code
 	}
 	return false

@@ -70,6 +70,8 @@ type Quorum struct {
 	// members answers BrokerRegistration and BrokerHeartbeat
 	// (SetMembership).
 	members atomic.Pointer[metadata.Membership]
+	// pids answers AllocateProducerIds while this node leads (SetProducerIDAllocator).
+	pids atomic.Pointer[ProducerIDAllocator]
 }
 
 // Open opens the quorum's storage in o.Dir, listens on o.Listen and

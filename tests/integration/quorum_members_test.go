@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // leadersOf returns the leader of each partition of topic in nd's
@@ -83,10 +84,8 @@ func TestQuorumMembership(t *testing.T) {
 	produceAll := func(round string) {
 		t.Helper()
 		cl, err := kgo.NewClient(kgo.SeedBrokers(nodes[0].addr, nodes[1].addr, nodes[2].addr),
-			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordRetries(20),
-			// InitProducerId on a node that is not the active controller cannot
-			// reserve producer ids yet (AllocateProducerIds is later work).
-			kgo.DisableIdempotentWrite())
+			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordRetries(20)) // idempotent: ids from the active controller
+
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,6 +129,29 @@ func TestQuorumMembership(t *testing.T) {
 		}
 	}
 	produceAll("a")
+
+	// Every node hands out producer ids from blocks the active controller
+	// allocates (AllocateProducerIds): InitProducerId succeeds on each and
+	// no two nodes hand out the same id.
+	pids := map[int64]int{}
+	for _, n := range nodes {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(n.addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		req := kmsg.NewPtrInitProducerIDRequest()
+		resp, err := req.RequestWith(ctx, cl)
+		cancel()
+		cl.Close()
+		if err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("InitProducerId on node %d: %v, error code %v", n.id, err, resp)
+		}
+		if other, dup := pids[resp.ProducerID]; dup {
+			t.Fatalf("producer id %d from nodes %d and %d", resp.ProducerID, other, n.id)
+		}
+		pids[resp.ProducerID] = n.id
+	}
 	consumeAll(parts * 5)
 
 	// kill -9 a node that is not the active controller: it is fenced and
