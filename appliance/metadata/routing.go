@@ -6,8 +6,10 @@ package metadata
 // and leads every partition. Once brokers register, Metadata and
 // DescribeCluster list every unfenced one with its rack and its endpoint on
 // the request's listener name (Kafka's per-listener answer), the
-// controller id is a live broker's (the lowest id: clients cannot reach
-// the controllers, as KRaft brokers report), a partition whose leader is
+// controller id is a live broker's (the answering node's when it is live:
+// clients cannot reach the controllers, as KRaft brokers report, and a
+// client sends admin requests where it is told; a dead broker that is not
+// fenced yet would hold them until its session times out), a partition whose leader is
 // fenced has none (LEADER_NOT_AVAILABLE), and Produce and Fetch for a
 // partition another broker leads answer NOT_LEADER_OR_FOLLOWER with the
 // KIP-951 hints: the current leader and epoch (Produce v10+, Fetch v12+)
@@ -40,8 +42,9 @@ type ClientBroker struct {
 // id they see. Without registered brokers it is self at the address
 // advertised returns for r, and self as controller. Otherwise it is every
 // live broker that has an endpoint on r's listener name (any endpoint when
-// the listener is unknown), by id, and the lowest live id as controller
-// (-1 when none is live).
+// the listener is unknown), by id, and as controller this node when it is
+// live (it forwards admin requests to the active controller, and the
+// client reached it), else the lowest live id (-1 when none is live).
 func ClientBrokers(im *Image, r *wire.Request, self int32, advertised func(*wire.Request) (string, int32)) ([]ClientBroker, int32) {
 	if len(im.Registered) == 0 {
 		host, port := advertised(r)
@@ -51,7 +54,7 @@ func ClientBrokers(im *Image, r *wire.Request, self int32, advertised func(*wire
 	var out []ClientBroker
 	controller := int32(-1)
 	for _, b := range im.LiveBrokers() {
-		if controller < 0 {
+		if controller < 0 || b.ID == self {
 			controller = b.ID
 		}
 		if e, ok := b.Endpoint(name); ok {
