@@ -98,7 +98,7 @@ func (e *scriptEnv) Exec(t *testing.T, line string) {
 		}
 	case "await-leader":
 		lead, nodes := id(0), e.nodes(t, args["nodes"])
-		ok := wait.Until(10*time.Second, func() bool {
+		ok := wait.Until(30*time.Second, func() bool { // generous: -race beside the other make test stages
 			if st, err := e.c.node(lead).Status(); err == nil && st.Role == "leader" {
 				e.c.node(lead).Tick()
 			}
@@ -116,7 +116,7 @@ func (e *scriptEnv) Exec(t *testing.T, line string) {
 	case "await-not-leader":
 		n := id(0)
 		var st Status
-		if !wait.Until(10*time.Second, func() bool {
+		if !wait.Until(30*time.Second, func() bool { // generous: -race beside the other make test stages
 			var err error
 			st, err = e.c.node(n).Status()
 			return err == nil && st.Role != "leader"
@@ -140,7 +140,7 @@ func (e *scriptEnv) Exec(t *testing.T, line string) {
 		}
 	case "await-applied":
 		nodes := e.nodes(t, args["nodes"])
-		ok := wait.Until(10*time.Second, func() bool {
+		ok := wait.Until(30*time.Second, func() bool { // generous: -race beside the other make test stages
 			var lead uint64
 			for _, n := range nodes {
 				if st, err := e.c.node(n).Status(); err == nil && st.Role == "leader" {
