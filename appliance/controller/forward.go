@@ -176,15 +176,6 @@ func (q *Quorum) forwardTo(ctx context.Context, addr string, f *Forwarded) (kmsg
 	if addr == "" {
 		return nil, errors.New("no controller listener address")
 	}
-	d := net.Dialer{}
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(dl)
-	}
 	env := kmsg.NewPtrEnvelopeRequest()
 	env.RequestData = appendRequest(nil, f.Key, f.Version, 0, f.ClientID, f.Req)
 	env.RequestPrincipal = []byte(f.Principal)
@@ -194,29 +185,17 @@ func (q *Quorum) forwardTo(ctx context.Context, addr string, f *Forwarded) (kmsg
 		}
 		env.ClientHostAddress = ip
 	}
-	frame := appendRequest([]byte{0, 0, 0, 0}, 58, 0, 1, fmt.Sprintf("ringbroker-%d", q.opts.NodeID), env)
-	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
-	if _, err := conn.Write(frame); err != nil {
-		return nil, err
-	}
-	body, err := readFrame(bufio.NewReader(conn))
+	out, err := q.roundTrip(ctx, addr, env, 0)
 	if err != nil {
 		return nil, err
 	}
-	eresp := kmsg.NewPtrEnvelopeResponse()
-	rest, err := readResponseHeader(body, true)
-	if err == nil {
-		err = eresp.ReadFrom(rest)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cannot decode the Envelope response: %w", err)
-	}
+	eresp := out.(*kmsg.EnvelopeResponse)
 	if eresp.ErrorCode != 0 {
 		return nil, kerr.ErrorForCode(eresp.ErrorCode)
 	}
 	resp := f.Req.ResponseKind()
 	resp.SetVersion(f.Version)
-	rest, err = readResponseHeader(eresp.ResponseData, resp.IsFlexible())
+	rest, err := readResponseHeader(eresp.ResponseData, resp.IsFlexible())
 	if err == nil {
 		err = resp.ReadFrom(rest)
 	}

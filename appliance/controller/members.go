@@ -169,6 +169,12 @@ func (q *Quorum) sendTo(ctx context.Context, addr string, req kmsg.Request) (kms
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	return q.roundTrip(ctx, addr, req, req.GetVersion())
+}
+
+// roundTrip sends req at version on a new connection to the controller
+// listener at addr and reads its response, within ctx.
+func (q *Quorum) roundTrip(ctx context.Context, addr string, req kmsg.Request, version int16) (kmsg.Response, error) {
 	d := net.Dialer{}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -178,7 +184,6 @@ func (q *Quorum) sendTo(ctx context.Context, addr string, req kmsg.Request) (kms
 	if dl, ok := ctx.Deadline(); ok {
 		conn.SetDeadline(dl)
 	}
-	version := req.GetVersion()
 	frame := appendRequest([]byte{0, 0, 0, 0}, req.Key(), version, 1, fmt.Sprintf("ringbroker-%d", q.opts.NodeID), req)
 	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
 	if _, err := conn.Write(frame); err != nil {
