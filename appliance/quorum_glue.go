@@ -13,6 +13,7 @@ import (
 	"github.com/ringbroker/ringbroker/appliance/controller"
 	"github.com/ringbroker/ringbroker/appliance/metadata"
 	"github.com/ringbroker/ringbroker/appliance/wire"
+	"github.com/ringbroker/ringbroker/cluster/brokerlife"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -81,6 +82,14 @@ func (b *Broker) startMembership() error {
 		return err
 	}
 	b.ctl.members = mgr
+	// As a KRaft broker does, serve clients once unfenced (registered and
+	// caught up), so that a topic created right after start finds this
+	// broker live; bounded, as a quorum without a majority never unfences.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := mgr.WaitFor(ctx, brokerlife.Running); err != nil {
+		b.log.Warn("broker not unfenced by the active controller yet: serving anyway", "err", err)
+	}
 	return nil
 }
 
